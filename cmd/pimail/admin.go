@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"pimail/internal/password"
+	"pimail/internal/store"
+)
+
+// subcommands dispatches "pimail NOUN VERB ...".
+func subcommands(noun string, verbs map[string]func(dataDir string, args []string) error, args []string, argsUsage map[string]string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
+		for _, v := range []string{"add", "passwd", "list", "remove"} {
+			if _, ok := verbs[v]; ok {
+				fmt.Fprintf(os.Stderr, "  %s %s %s\n", noun, v, argsUsage[v])
+			}
+		}
+		if len(args) == 0 {
+			return usagef("missing verb")
+		}
+		return nil
+	}
+	verb, ok := verbs[args[0]]
+	if !ok {
+		return usagef("unknown verb %q", args[0])
+	}
+	fs := newFlags(noun+" "+args[0], argsUsage[args[0]], "")
+	data := fs.String("data", defaultDataDir(), "data directory")
+	var pw *string
+	var pwStdin *bool
+	if noun == "account" && (args[0] == "add" || args[0] == "passwd") {
+		pw = fs.String("password", "", "the password (visible in the process list; prefer --password-stdin)")
+		pwStdin = fs.Bool("password-stdin", false, "read the password from the first line of standard input")
+	}
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if pw != nil {
+		p, err := readPassword(*pw, *pwStdin)
+		if err != nil {
+			return err
+		}
+		pos = append(pos, p) // the verb takes the password as its last argument
+	}
+	return verb(*data, pos)
+}
+
+func readPassword(flagValue string, fromStdin bool) (string, error) {
+	switch {
+	case fromStdin && flagValue != "":
+		return "", usagef("--password and --password-stdin exclude each other")
+	case fromStdin:
+		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if err != nil && line == "" {
+			return "", fmt.Errorf("read password from stdin: %w", err)
+		}
+		flagValue = strings.TrimRight(line, "\r\n")
+	case flagValue == "":
+		return "", usagef("a password is needed: --password PASS or --password-stdin")
+	}
+	if len(flagValue) < 8 {
+		return "", usagef("the password must have at least 8 characters")
+	}
+	return flagValue, nil
+}
+
+// withStore opens the store, runs f, and closes the store.
+func withStore(dataDir string, f func(ctx context.Context, st store.Store) error) error {
+	st, err := openStore(dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return f(context.Background(), st)
+}
+
+func cmdDomain(args []string) error {
+	one := func(pos []string) (string, error) {
+		if len(pos) != 1 {
+			return "", usagef("want exactly one DOMAIN")
+		}
+		return normalizeDomain(pos[0])
+	}
+	return subcommands("domain", map[string]func(string, []string) error{
+		"add": func(dir string, pos []string) error {
+			d, err := one(pos)
+			if err != nil {
+				return err
+			}
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				if _, err := st.AddDomain(ctx, d); err != nil {
+					return fmt.Errorf("add domain %s: %w", d, err)
+				}
+				fmt.Printf("domain %s added\n", d)
+				return nil
+			})
+		},
+		"remove": func(dir string, pos []string) error {
+			d, err := one(pos)
+			if err != nil {
+				return err
+			}
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				if err := st.RemoveDomain(ctx, d); err != nil {
+					return fmt.Errorf("remove domain %s: %w", d, err)
+				}
+				fmt.Printf("domain %s removed\n", d)
+				return nil
+			})
+		},
+		"list": func(dir string, pos []string) error {
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				ds, err := st.Domains(ctx)
+				if err != nil {
+					return err
+				}
+				for _, d := range ds {
+					fmt.Println(d.Name)
+				}
+				return nil
+			})
+		},
+	}, args, map[string]string{"add": "DOMAIN", "remove": "DOMAIN", "list": ""})
+}
+
+func cmdAccount(args []string) error {
+	addr := func(pos []string, n int) (string, error) {
+		if len(pos) != n {
+			return "", usagef("want exactly one ADDRESS")
+		}
+		return normalizeAddress(pos[0])
+	}
+	return subcommands("account", map[string]func(string, []string) error{
+		"add": func(dir string, pos []string) error {
+			a, err := addr(pos, 2)
+			if err != nil {
+				return err
+			}
+			hash, err := password.Hash(pos[1])
+			if err != nil {
+				return err
+			}
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				if _, err := st.AddAccount(ctx, a, hash); err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", a, domainOf(a))
+					}
+					return fmt.Errorf("add account %s: %w", a, err)
+				}
+				fmt.Printf("account %s added\n", a)
+				return nil
+			})
+		},
+		"passwd": func(dir string, pos []string) error {
+			a, err := addr(pos, 2)
+			if err != nil {
+				return err
+			}
+			hash, err := password.Hash(pos[1])
+			if err != nil {
+				return err
+			}
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				if err := st.SetPassword(ctx, a, hash); err != nil {
+					return fmt.Errorf("set password of %s: %w", a, err)
+				}
+				fmt.Printf("password of %s changed\n", a)
+				return nil
+			})
+		},
+		"remove": func(dir string, pos []string) error {
+			a, err := addr(pos, 1)
+			if err != nil {
+				return err
+			}
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				if err := st.RemoveAccount(ctx, a); err != nil {
+					return fmt.Errorf("remove account %s: %w", a, err)
+				}
+				fmt.Printf("account %s removed with all its mail\n", a)
+				return nil
+			})
+		},
+		"list": func(dir string, pos []string) error {
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				as, err := st.Accounts(ctx)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+				for _, a := range as {
+					state := "active"
+					if a.Disabled {
+						state = "disabled"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Address, state, a.Created.Format("2006-01-02"))
+				}
+				return tw.Flush()
+			})
+		},
+	}, args, map[string]string{
+		"add":    "(--password PASS | --password-stdin) ADDRESS",
+		"passwd": "(--password PASS | --password-stdin) ADDRESS",
+		"remove": "ADDRESS", "list": "",
+	})
+}
+
+func cmdAlias(args []string) error {
+	return subcommands("alias", map[string]func(string, []string) error{
+		"add": func(dir string, pos []string) error {
+			if len(pos) < 2 {
+				return usagef("want ADDRESS and at least one TARGET")
+			}
+			a, err := normalizeAliasAddress(pos[0])
+			if err != nil {
+				return err
+			}
+			targets := make([]string, 0, len(pos)-1)
+			for _, t := range pos[1:] {
+				n, err := normalizeAddress(t)
+				if err != nil {
+					return err
+				}
+				targets = append(targets, n)
+			}
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				if err := st.AddAlias(ctx, a, targets); err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						return fmt.Errorf("add alias %s: domain %s does not exist (pimail domain add)", a, domainOf(a))
+					}
+					return fmt.Errorf("add alias %s: %w", a, err)
+				}
+				fmt.Printf("alias %s -> %s\n", a, strings.Join(targets, ", "))
+				return nil
+			})
+		},
+		"remove": func(dir string, pos []string) error {
+			if len(pos) != 1 {
+				return usagef("want exactly one ADDRESS")
+			}
+			a, err := normalizeAliasAddress(pos[0])
+			if err != nil {
+				return err
+			}
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				if err := st.RemoveAlias(ctx, a); err != nil {
+					return fmt.Errorf("remove alias %s: %w", a, err)
+				}
+				fmt.Printf("alias %s removed\n", a)
+				return nil
+			})
+		},
+		"list": func(dir string, pos []string) error {
+			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				as, err := st.Aliases(ctx)
+				if err != nil {
+					return err
+				}
+				for _, a := range as {
+					fmt.Printf("%s -> %s\n", a.Address, strings.Join(a.Targets, ", "))
+				}
+				return nil
+			})
+		},
+	}, args, map[string]string{
+		"add":    "ADDRESS TARGET... (ADDRESS @domain is the domain's catch-all)",
+		"remove": "ADDRESS", "list": "",
+	})
+}
+
+// normalizeDomain lower-cases and checks a domain name.
+func normalizeDomain(d string) (string, error) {
+	d = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".")
+	if d == "" || len(d) > 253 || strings.ContainsAny(d, "@ \t/\\") || strings.Contains(d, "..") {
+		return "", usagef("invalid domain %q", d)
+	}
+	return d, nil
+}
+
+// normalizeAddress lower-cases and checks local@domain.
+func normalizeAddress(a string) (string, error) {
+	a = strings.TrimSpace(a)
+	at := strings.LastIndexByte(a, '@')
+	if at <= 0 || len(a) > 254 || strings.ContainsAny(a, " \t<>,;\"") {
+		return "", usagef("invalid address %q", a)
+	}
+	d, err := normalizeDomain(a[at+1:])
+	if err != nil {
+		return "", err
+	}
+	return strings.ToLower(a[:at]) + "@" + d, nil
+}
+
+// normalizeAliasAddress accepts local@domain or the catch-all @domain.
+func normalizeAliasAddress(a string) (string, error) {
+	if strings.HasPrefix(strings.TrimSpace(a), "@") {
+		d, err := normalizeDomain(strings.TrimSpace(a)[1:])
+		return "@" + d, err
+	}
+	return normalizeAddress(a)
+}
+
+func domainOf(a string) string { return a[strings.LastIndexByte(a, '@')+1:] }

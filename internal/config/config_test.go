@@ -1,0 +1,72 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "pimail.toml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadOverridesDefaults(t *testing.T) {
+	cfg, err := Load(write(t, `
+hostname = "mx.example.org"
+[listen]
+smtp = "127.0.0.1:2525"
+imaps = ""
+[smtp]
+max_message_size = 100000
+data_timeout = "90s"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Hostname != "mx.example.org" || cfg.Listen.SMTP != "127.0.0.1:2525" || cfg.Listen.IMAPS != "" {
+		t.Errorf("overrides not applied: %+v", cfg)
+	}
+	if cfg.SMTP.MaxMessageSize != 100000 || cfg.SMTP.DataTimeout.Duration != 90*time.Second {
+		t.Errorf("smtp section: %+v", cfg.SMTP)
+	}
+	if cfg.Listen.IMAP != ":143" || cfg.SMTP.MaxRecipients != 100 {
+		t.Errorf("defaults lost: %+v", cfg)
+	}
+}
+
+func TestUnknownKeyIsAnError(t *testing.T) {
+	_, err := Load(write(t, "[smtp]\nmax_mesage_size = 1\n"))
+	if err == nil || !strings.Contains(err.Error(), "smtp.max_mesage_size") {
+		t.Fatalf("want unknown-key error naming the key, got %v", err)
+	}
+}
+
+func TestInvalidValues(t *testing.T) {
+	for _, text := range []string{
+		"[smtp]\nmax_message_size = 0\n",
+		"[log]\nlevel = \"loud\"\n",
+		"[tls]\ncert_file = \"a.pem\"\n",
+		"[smtp]\ndata_timeout = \"soon\"\n",
+	} {
+		if _, err := Load(write(t, text)); err == nil {
+			t.Errorf("%q: want error", text)
+		}
+	}
+}
+
+func TestExampleRoundTrips(t *testing.T) {
+	cfg, err := Load(write(t, Example()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg != Default() {
+		t.Errorf("example does not reproduce the defaults:\n%+v\n%+v", cfg, Default())
+	}
+}

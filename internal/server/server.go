@@ -1,0 +1,154 @@
+// Package server assembles a running pimail from its parts: the store, the
+// directory view, the delivery pipeline and the protocol servers, each on the
+// listeners the configuration names. It is the only package that knows all
+// of them; each part knows only the interfaces it is given.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"pimail/internal/auth"
+	"pimail/internal/certs"
+	"pimail/internal/config"
+	"pimail/internal/delivery"
+	"pimail/internal/directory"
+	"pimail/internal/imapd"
+	"pimail/internal/smtpd"
+	"pimail/internal/store"
+)
+
+// Ready is written to the log output once every listener accepts
+// connections; scripts and tests wait for it.
+const Ready = "pimail: ready"
+
+// protocol is one started protocol server.
+type protocol interface {
+	Serve(net.Listener) error
+	Close() error
+}
+
+// listener is a configured address and the server behind it.
+type listener struct {
+	name    string
+	addr    string
+	tls     bool // implicit TLS
+	srv     protocol
+	ln      net.Listener
+	serving chan error
+}
+
+// Run serves until ctx is cancelled, then shuts everything down. It reports
+// the first listener that fails to bind, before announcing readiness.
+func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, ready func(addrs map[string]string)) error {
+	tlsConf, err := certs.Load(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.SelfSigned, cfg.Hostname, cfg.Data)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir := directory.New(st, logger)
+	if err := dir.Start(ctx); err != nil {
+		return fmt.Errorf("directory: %w", err)
+	}
+	pipe := delivery.New(st, dir, logger)
+
+	smtpSrv := smtpd.New(smtpd.Config{
+		Hostname:        cfg.Hostname,
+		MaxMessageBytes: cfg.SMTP.MaxMessageSize,
+		MaxRecipients:   cfg.SMTP.MaxRecipients,
+		MaxErrors:       cfg.SMTP.MaxErrors,
+		ReadTimeout:     cfg.SMTP.CommandTimeout.Duration,
+		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
+		TLS:             tlsConf,
+	}, dir, pipe, logger.With("proto", "smtp"))
+	imapCfg := imapd.Config{
+		Hostname:          cfg.Hostname,
+		TLS:               tlsConf,
+		AllowInsecureAuth: cfg.IMAP.AllowInsecureAuth,
+		MaxLineLength:     cfg.IMAP.MaxLineLength,
+		MaxLiteralSize:    cfg.IMAP.MaxLiteralSize,
+		IdleTimeout:       cfg.IMAP.IdleTimeout.Duration,
+	}
+	imapSrv := imapd.New(imapCfg, st, auth.New(st, logger), logger.With("proto", "imap"))
+
+	lns := []*listener{
+		{name: "smtp", addr: cfg.Listen.SMTP, srv: smtpSrv},
+		{name: "imap", addr: cfg.Listen.IMAP, srv: imapSrv},
+		{name: "imaps", addr: cfg.Listen.IMAPS, srv: imapSrv, tls: true},
+	}
+	for _, name := range notYet(cfg.Listen) {
+		logger.Info("listener not available in this version, ignored", "listener", name)
+	}
+
+	defer func() {
+		for _, l := range lns {
+			if l.ln != nil {
+				l.ln.Close()
+			}
+		}
+		smtpSrv.Close()
+		imapSrv.Close()
+	}()
+	addrs := map[string]string{}
+	for _, l := range lns {
+		if l.addr == "" {
+			continue
+		}
+		if l.tls && tlsConf == nil {
+			return fmt.Errorf("listener %s: implicit TLS needs a certificate (tls.cert_file or tls.self_signed)", l.name)
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", l.name, err)
+		}
+		if l.tls {
+			ln = tls.NewListener(ln, tlsConf)
+		}
+		l.ln = ln
+		addrs[l.name] = ln.Addr().String()
+	}
+	errc := make(chan error, len(lns))
+	for _, l := range lns {
+		if l.ln == nil {
+			continue
+		}
+		go func(l *listener) {
+			err := l.srv.Serve(l.ln)
+			if ctx.Err() == nil && err != nil && !errors.Is(err, net.ErrClosed) {
+				errc <- fmt.Errorf("listener %s: %w", l.name, err)
+			}
+		}(l)
+		logger.Info("listening", "listener", l.name, "addr", addrs[l.name])
+	}
+	if ready != nil {
+		ready(addrs)
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// notYet names the configured listeners whose protocol is not built yet.
+func notYet(l config.Listen) []string {
+	var names []string
+	for _, c := range [][2]string{
+		{"submission", l.Submission}, {"submissions", l.Submissions},
+		{"pop3", l.POP3}, {"pop3s", l.POP3S}, {"http", l.HTTP}, {"https", l.HTTPS},
+	} {
+		if strings.TrimSpace(c[1]) != "" {
+			names = append(names, c[0])
+		}
+	}
+	return names
+}

@@ -1,0 +1,300 @@
+// Package store defines pimail's message store: the directory (domains,
+// accounts, aliases), mailboxes, messages and their content-addressed blobs,
+// and the change feed that wakes sessions when a mailbox changes.
+//
+// The store knows nothing of protocols. Protocol packages (SMTP, IMAP, POP3,
+// webmail) call this interface and never write SQL. There are two
+// implementations behind it: store/sqlite (the embedded default) and, later,
+// store/postgres; storetest is the suite both must pass.
+//
+// Durability: every method that changes data returns only after the change is
+// on disk (fsync). Deliver and Append of concurrent callers share one commit
+// (group commit).
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"pimail/internal/message"
+)
+
+// Errors returned by implementations; callers test them with errors.Is.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrExists        = errors.New("already exists")
+	ErrInvalid       = errors.New("invalid argument")
+	ErrMailboxInUse  = errors.New("mailbox is special-use or has children") // e.g. DELETE INBOX
+	ErrModified      = errors.New("modified since")                         // unused until CONDSTORE
+	ErrQuotaExceeded = errors.New("quota exceeded")
+)
+
+// System flags are kept as a bit set; keywords ($Junk, $Forwarded, …) as strings.
+type Flags uint32
+
+const (
+	FlagSeen Flags = 1 << iota
+	FlagAnswered
+	FlagFlagged
+	FlagDeleted
+	FlagDraft
+)
+
+// Special-use attributes (RFC 6154) of the mailboxes created for each account.
+const (
+	SpecialNone    = ""
+	SpecialSent    = `\Sent`
+	SpecialDrafts  = `\Drafts`
+	SpecialTrash   = `\Trash`
+	SpecialJunk    = `\Junk`
+	SpecialArchive = `\Archive`
+)
+
+// DefaultMailboxes are created with every account, in this order.
+var DefaultMailboxes = []struct{ Name, SpecialUse string }{
+	{"INBOX", SpecialNone},
+	{"Sent", SpecialSent},
+	{"Drafts", SpecialDrafts},
+	{"Trash", SpecialTrash},
+	{"Junk", SpecialJunk},
+	{"Archive", SpecialArchive},
+}
+
+// HierarchySeparator separates levels of mailbox names ("Lists/golang").
+const HierarchySeparator = "/"
+
+type Domain struct {
+	ID   int64
+	Name string // lower case, ASCII (A-labels for IDNs)
+}
+
+type Account struct {
+	ID           int64
+	Address      string // lower case local@domain
+	DomainID     int64
+	PasswordHash string // argon2id PHC string, see internal/password
+	DisplayName  string
+	Disabled     bool
+	Created      time.Time
+}
+
+// Alias maps one address to targets. Address "@example.com" is the
+// catch-all of that domain. Targets are local or remote addresses.
+type Alias struct {
+	Address string
+	Targets []string
+}
+
+// Directory is a snapshot of everything recipient validation needs, loaded
+// whole into memory by the directory view (small: tens to thousands of rows).
+type Directory struct {
+	Version  int64 // changes whenever domains, accounts or aliases change
+	Domains  []Domain
+	Accounts []Account
+	Aliases  []Alias
+}
+
+type Mailbox struct {
+	ID            int64
+	AccountID     int64
+	Name          string // full name, HierarchySeparator between levels; "INBOX" is case-insensitive
+	SpecialUse    string // one of the Special* constants
+	Subscribed    bool
+	UIDValidity   uint32
+	UIDNext       uint32
+	HighestModSeq uint64
+}
+
+// MailboxStatus is a mailbox plus its counters.
+type MailboxStatus struct {
+	Mailbox
+	Messages int
+	Unseen   int
+	Size     int64 // sum of message sizes
+}
+
+// MessageMeta is one message in one mailbox, as answered from the index.
+type MessageMeta struct {
+	MailboxID    int64
+	UID          uint32
+	ModSeq       uint64
+	Flags        Flags
+	Keywords     []string // sorted, case preserved
+	InternalDate time.Time
+	Size         int64
+	BlobID       int64
+	// Parsed is filled only when asked for (FetchOptions.Parsed).
+	Parsed *message.Parsed
+}
+
+// FetchOptions say which parts of MessageMeta a fetch needs.
+type FetchOptions struct {
+	Parsed bool // envelope, MIME structure and searchable header fields
+}
+
+// UIDRange is a closed range of UIDs; Stop 0 means "to the highest UID".
+type UIDRange struct{ Start, Stop uint32 }
+
+// UIDSet is a set of UID ranges; nil or empty means "all messages".
+type UIDSet []UIDRange
+
+// Contains reports whether uid is in the set (an empty set contains all).
+func (s UIDSet) Contains(uid uint32) bool {
+	if len(s) == 0 {
+		return true
+	}
+	for _, r := range s {
+		if uid >= r.Start && (r.Stop == 0 || uid <= r.Stop) {
+			return true
+		}
+	}
+	return false
+}
+
+// FlagOp says how StoreFlags combines the given flags with the current ones.
+type FlagOp int
+
+const (
+	FlagsAdd FlagOp = iota
+	FlagsRemove
+	FlagsReplace
+)
+
+// FlagUpdate is one message whose flags changed.
+type FlagUpdate struct {
+	UID      uint32
+	ModSeq   uint64
+	Flags    Flags
+	Keywords []string
+}
+
+// CopyResult maps source UIDs to the new UIDs in the destination (UIDPLUS).
+type CopyResult struct {
+	UIDValidity uint32
+	SourceUIDs  []uint32
+	DestUIDs    []uint32
+}
+
+// Changes is what happened in a mailbox after a given MODSEQ.
+type Changes struct {
+	HighestModSeq uint64
+	UIDNext       uint32
+	Updated       []MessageMeta // new or changed messages, ascending UID, without Parsed
+	Expunged      []uint32      // ascending
+}
+
+// Recipient is one mailbox a delivery writes to.
+type Recipient struct {
+	AccountID int64
+	Mailbox   string // mailbox name; "" means INBOX. Created if missing.
+	Flags     Flags
+	Keywords  []string
+}
+
+// Delivery is one message for one or more local mailboxes. Raw is the
+// complete message as it will be stored (trace headers already prepended).
+type Delivery struct {
+	Raw          []byte
+	Parsed       *message.Parsed // optional; computed by the store when nil
+	InternalDate time.Time       // zero means now
+	Recipients   []Recipient
+}
+
+// Delivered says where one recipient's copy went.
+type Delivered struct {
+	AccountID   int64
+	MailboxID   int64
+	UIDValidity uint32
+	UID         uint32
+}
+
+// Event is a change-feed notification: something in the mailbox changed
+// (new messages, flags, expunges) or the mailbox list of the account changed
+// (MailboxID 0). Listeners re-read what they need with Changes.
+type Event struct {
+	AccountID int64
+	MailboxID int64
+}
+
+// Store is the whole persistent state of a pimail installation.
+type Store interface {
+	Close() error
+
+	// Directory. Adding a domain, account or alias changes Directory().Version.
+	AddDomain(ctx context.Context, name string) (Domain, error)
+	RemoveDomain(ctx context.Context, name string) error // ErrInvalid while accounts use it
+	Domains(ctx context.Context) ([]Domain, error)
+	// AddAccount creates the account and its DefaultMailboxes. The domain
+	// must exist (ErrNotFound otherwise).
+	AddAccount(ctx context.Context, address, passwordHash string) (Account, error)
+	SetPassword(ctx context.Context, address, passwordHash string) error
+	// RemoveAccount deletes the account, its mailboxes and messages.
+	RemoveAccount(ctx context.Context, address string) error
+	Account(ctx context.Context, address string) (Account, error)
+	AccountByID(ctx context.Context, id int64) (Account, error)
+	Accounts(ctx context.Context) ([]Account, error)
+	// AddAlias adds targets to an alias (creating it); the alias domain must exist.
+	AddAlias(ctx context.Context, address string, targets []string) error
+	RemoveAlias(ctx context.Context, address string) error
+	Aliases(ctx context.Context) ([]Alias, error)
+	// DirectoryVersion is cheap; callers poll it and reload Directory when it moves.
+	DirectoryVersion(ctx context.Context) (int64, error)
+	Directory(ctx context.Context) (Directory, error)
+
+	// Mailboxes.
+	Mailboxes(ctx context.Context, accountID int64) ([]Mailbox, error)
+	// Mailbox finds by name; "INBOX" matches case-insensitively.
+	Mailbox(ctx context.Context, accountID int64, name string) (Mailbox, error)
+	MailboxStatus(ctx context.Context, accountID int64, name string) (MailboxStatus, error)
+	CreateMailbox(ctx context.Context, accountID int64, name, specialUse string) (Mailbox, error)
+	// DeleteMailbox removes the mailbox and its messages. INBOX cannot be deleted.
+	DeleteMailbox(ctx context.Context, accountID int64, name string) error
+	// RenameMailbox renames the mailbox and its children ("a" → "b" moves
+	// "a/x" to "b/x"). Renaming INBOX moves its messages into a new mailbox
+	// and leaves INBOX empty (RFC 9051 §6.3.6).
+	RenameMailbox(ctx context.Context, accountID int64, from, to string) error
+	SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error
+
+	// Messages.
+	// UIDs lists the mailbox's messages in ascending UID order with their
+	// flags and modseq, without parsed content: what SELECT needs.
+	UIDs(ctx context.Context, mailboxID int64) ([]MessageMeta, error)
+	Fetch(ctx context.Context, mailboxID int64, uids UIDSet, opts FetchOptions) ([]MessageMeta, error)
+	// OpenBlob returns the raw message bytes.
+	OpenBlob(ctx context.Context, blobID int64) (io.ReadSeekCloser, int64, error)
+	ReadBlob(ctx context.Context, blobID int64) ([]byte, error)
+	StoreFlags(ctx context.Context, mailboxID int64, uids UIDSet, op FlagOp, flags Flags, keywords []string) ([]FlagUpdate, error)
+	Copy(ctx context.Context, srcMailboxID int64, uids UIDSet, dstMailboxID int64) (CopyResult, error)
+	// Move is Copy plus expunge of the sources, in one transaction.
+	Move(ctx context.Context, srcMailboxID int64, uids UIDSet, dstMailboxID int64) (CopyResult, error)
+	// Expunge removes the messages in uids that have FlagDeleted (all
+	// messages with FlagDeleted when uids is empty) and returns their UIDs.
+	Expunge(ctx context.Context, mailboxID int64, uids UIDSet) ([]uint32, error)
+	// Changes lists what changed after sinceModSeq: new and changed messages
+	// and expunged UIDs.
+	Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64) (Changes, error)
+
+	// Append stores one message into one mailbox (IMAP APPEND, Sent copies).
+	Append(ctx context.Context, mailboxID int64, raw []byte, flags Flags, keywords []string, internalDate time.Time) (Delivered, error)
+	// Deliver stores one message for many recipients: one blob, one row per
+	// recipient, one group commit shared with concurrent deliveries.
+	Deliver(ctx context.Context, d Delivery) ([]Delivered, error)
+
+	// Subscribe returns a channel of change events for an account, and a
+	// function to stop. Events are coalesced; a slow listener misses none
+	// of the fact that something changed, only duplicates.
+	Subscribe(accountID int64) (<-chan Event, func())
+
+	// Stats for tests, benchmarks and `pimail status`.
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Stats counts what is stored.
+type Stats struct {
+	Blobs     int64
+	BlobBytes int64
+	Messages  int64 // mailbox rows
+	Accounts  int64
+}
