@@ -1,0 +1,177 @@
+// Package delivery is the one way incoming mail enters the store: a fixed
+// sequence of steps from a received message and its envelope to rows in
+// the recipients' mailboxes.
+//
+// The steps, in order (see Deliver):
+//  1. resolve the envelope recipients again, against the current directory;
+//  2. prepend the Return-Path trace field (RFC 5321 §4.4);
+//  3. parse the message once;
+//  4. store it once for all recipients (one blob, one row per mailbox).
+//
+// Later steps (SPF/DKIM/DMARC, DNSBL, virus and spam verdicts, user rules)
+// slot in between 2 and 4 without changing the callers.
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"pimail/internal/directory"
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+// Errors returned by Deliver; callers test them with errors.Is. Any other
+// error is a temporary local failure (the store), whose detail is for the
+// log and never for the remote client.
+var (
+	// ErrNoRecipients: none of the envelope recipients receives mail here
+	// any more (the directory changed since RCPT). Permanent.
+	ErrNoRecipients = errors.New("delivery: no valid recipients")
+	// ErrForwardingUnavailable: the recipients resolve only to remote
+	// targets and pimail has no outbound queue yet. Temporary, so the
+	// sender keeps the message.
+	ErrForwardingUnavailable = errors.New("delivery: forwarding to remote targets is not available")
+)
+
+// Envelope is the SMTP envelope of one message (RFC 5321 §2.3.1).
+type Envelope struct {
+	// ID names the message in logs and trace fields; Deliver makes one
+	// when it is empty.
+	ID string
+	// MailFrom is the reverse-path without angle brackets, "" for the
+	// null reverse-path of bounces.
+	MailFrom string
+	// Recipients are the forward-paths as given at RCPT (before alias
+	// expansion), each accepted by the directory at that time.
+	Recipients []string
+	// RemoteIP is the client's address, for logs and later for SPF/DNSBL.
+	RemoteIP string
+	// Helo is the name the client gave in EHLO/HELO.
+	Helo string
+	// TLS says the message came over an encrypted connection.
+	TLS bool
+}
+
+// Pipeline delivers received messages into the store.
+type Pipeline struct {
+	st     store.Store
+	dir    *directory.View
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// New returns a pipeline that resolves recipients with dir and stores into st.
+func New(st store.Store, dir *directory.View, logger *slog.Logger) *Pipeline {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Pipeline{st: st, dir: dir, logger: logger.With("component", "delivery"), now: time.Now}
+}
+
+// target is where one message goes after recipient resolution.
+type target struct {
+	accounts []int64  // deduplicated local accounts
+	remote   []string // deduplicated remote forwarding targets
+}
+
+// Deliver stores raw (the message as received, with the receiving server's
+// Received field already on top) for every local recipient of env, and
+// returns only when the store has it on disk. It is safe for concurrent use.
+func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]store.Delivered, error) {
+	start := p.now()
+	if env.ID == "" {
+		env.ID = NewID()
+	}
+	log := p.logger.With("id", env.ID)
+
+	// Step 1: recipients, resolved again: the directory may have changed
+	// since RCPT, and alias expansion happens here.
+	tgt := p.resolve(log, env.Recipients)
+	if len(tgt.remote) > 0 {
+		// TODO(queue): hand remote targets to the outbound queue.
+		log.Warn("alias forwarding to remote targets is not available yet; not forwarded",
+			"remote", tgt.remote)
+	}
+	if len(tgt.accounts) == 0 {
+		if len(tgt.remote) > 0 {
+			return nil, ErrForwardingUnavailable
+		}
+		return nil, ErrNoRecipients
+	}
+
+	// Step 2: trace fields.
+	full := prependReturnPath(env.MailFrom, raw)
+
+	// Step 3: parse once; the store keeps the result beside the message.
+	parsed := parse(log, full)
+
+	// Step 4: one blob, one row per recipient, one group commit.
+	rcpts := make([]store.Recipient, len(tgt.accounts))
+	for i, id := range tgt.accounts {
+		rcpts[i] = store.Recipient{AccountID: id}
+	}
+	delivered, err := p.st.Deliver(ctx, store.Delivery{
+		Raw:          full,
+		Parsed:       parsed,
+		InternalDate: start,
+		Recipients:   rcpts,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deliver %s: store: %w", env.ID, err)
+	}
+	log.Info("delivered",
+		"from", env.MailFrom,
+		"rcpts", len(env.Recipients),
+		"accounts", len(delivered),
+		"size", len(full),
+		"ip", env.RemoteIP,
+		"tls", env.TLS,
+		"ms", p.now().Sub(start).Milliseconds())
+	return delivered, nil
+}
+
+// resolve expands the envelope recipients to local accounts and remote
+// targets, each once. Recipients that no longer resolve are logged and
+// skipped: the directory is the truth at delivery time.
+func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
+	var t target
+	seenAcc := make(map[int64]bool, len(recipients))
+	seenRemote := map[string]bool{}
+	for _, rcpt := range recipients {
+		r, err := p.dir.Resolve(rcpt)
+		if err != nil {
+			log.Info("recipient no longer resolves; skipped", "rcpt", rcpt, "err", err)
+			continue
+		}
+		for _, id := range r.Accounts {
+			if !seenAcc[id] {
+				seenAcc[id] = true
+				t.accounts = append(t.accounts, id)
+			}
+		}
+		for _, addr := range r.Remote {
+			if !seenRemote[addr] {
+				seenRemote[addr] = true
+				t.remote = append(t.remote, addr)
+			}
+		}
+	}
+	return t
+}
+
+// parse runs message.Parse, which never fails by contract. Should it panic
+// on some unforeseen input, the message is still delivered, described as
+// one text/plain part, rather than lost.
+func parse(log *slog.Logger, raw []byte) (p *message.Parsed) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("message parser panicked; storing with a minimal description", "panic", r)
+			p = minimalParsed(raw)
+		}
+	}()
+	return message.Parse(raw)
+}

@@ -1,0 +1,163 @@
+package imapd
+
+import (
+	"pimail/internal/message"
+)
+
+// maxStructureDepth bounds recursion over hostile MIME trees (the parser
+// bounds depth as well; this keeps the writer safe on its own).
+const maxStructureDepth = 64
+
+// writeEnvelope writes an ENVELOPE (RFC 9051 §7.5.2) from the index.
+func (s *session) writeEnvelope(e *message.Envelope) {
+	w := s.w
+	w.Byte('(')
+	w.NString(e.Date).SP().NString(e.Subject).SP()
+	from := e.From
+	sender, replyTo := e.Sender, e.ReplyTo
+	// RFC 9051 §7.5.2: absent Sender and Reply-To default to From.
+	if len(sender) == 0 {
+		sender = from
+	}
+	if len(replyTo) == 0 {
+		replyTo = from
+	}
+	for _, l := range [][]message.Address{from, sender, replyTo, e.To, e.Cc, e.Bcc} {
+		s.writeAddresses(l)
+		w.SP()
+	}
+	w.NString(e.InReplyTo).SP().NString(e.MessageID)
+	w.Byte(')')
+}
+
+// writeAddresses writes an address list, with RFC 5322 groups as the
+// start/end markers of RFC 9051 §7.5.2.
+func (s *session) writeAddresses(list []message.Address) {
+	w := s.w
+	if len(list) == 0 {
+		w.NIL()
+		return
+	}
+	w.Byte('(')
+	for _, a := range list {
+		switch {
+		case a.Group != "":
+			w.Raw("(NIL NIL ").String(a.Group).Raw(" NIL)")
+		case a.End:
+			w.Raw("(NIL NIL NIL NIL)")
+		default:
+			w.Byte('(').NString(a.Name).Raw(" NIL ").NString(a.Mailbox).SP().NString(a.Host).Byte(')')
+		}
+	}
+	w.Byte(')')
+}
+
+// writeBodyStructure writes BODY (ext false) or BODYSTRUCTURE (ext true),
+// RFC 9051 §7.5.2, from the stored MIME tree.
+func (s *session) writeBodyStructure(p *message.Part, ext bool) {
+	s.writePart(p, ext, 0)
+}
+
+func (s *session) writePart(p *message.Part, ext bool, depth int) {
+	w := s.w
+	if p.Type == "multipart" && depth < maxStructureDepth {
+		w.Byte('(')
+		if len(p.Parts) == 0 {
+			// body-type-mpart needs at least one part.
+			s.writePart(&message.Part{Type: "text", Subtype: "plain"}, ext, depth+1)
+		}
+		for _, c := range p.Parts {
+			s.writePart(c, ext, depth+1)
+		}
+		w.SP().String(orDefault(p.Subtype, "mixed"))
+		if ext {
+			w.SP()
+			s.writeParams(p.Params)
+			w.SP()
+			s.writePartExt(p)
+		}
+		w.Byte(')')
+		return
+	}
+	typ, sub := orDefault(p.Type, "text"), orDefault(p.Subtype, "plain")
+	if p.Type == "multipart" {
+		typ, sub = "text", "plain" // too deep
+	}
+	w.Byte('(').String(typ).SP().String(sub).SP()
+	s.writeParams(p.Params)
+	w.SP().NString(p.ID).SP().NString(p.Description).SP().String(orDefault(p.Encoding, "7bit")).SP().Int(p.Size)
+	switch {
+	case typ == "message" && (sub == "rfc822" || sub == "global"):
+		env := p.Envelope
+		if env == nil {
+			env = &message.Envelope{}
+		}
+		w.SP()
+		s.writeEnvelope(env)
+		w.SP()
+		inner := p.Message
+		if inner == nil || depth >= maxStructureDepth {
+			inner = &message.Part{Type: "text", Subtype: "plain"}
+		}
+		s.writePart(inner, ext, depth+1)
+		w.SP().Int(p.Lines)
+	case typ == "text":
+		w.SP().Int(p.Lines)
+	}
+	if ext {
+		w.SP().NString(p.MD5).SP()
+		s.writePartExt(p)
+	}
+	w.Byte(')')
+}
+
+// writePartExt writes body-fld-dsp, body-fld-lang and body-fld-loc.
+func (s *session) writePartExt(p *message.Part) {
+	w := s.w
+	if p.Disposition == "" {
+		w.NIL()
+	} else {
+		w.Byte('(').String(p.Disposition).SP()
+		s.writeParams(p.DispParams)
+		w.Byte(')')
+	}
+	w.SP()
+	switch len(p.Language) {
+	case 0:
+		w.NIL()
+	case 1:
+		w.String(p.Language[0])
+	default:
+		w.Byte('(')
+		for i, l := range p.Language {
+			if i > 0 {
+				w.SP()
+			}
+			w.String(l)
+		}
+		w.Byte(')')
+	}
+	w.SP().NString(p.Location)
+}
+
+func (s *session) writeParams(ps []message.Param) {
+	if len(ps) == 0 {
+		s.w.NIL()
+		return
+	}
+	s.w.Byte('(')
+	for i, p := range ps {
+		if i > 0 {
+			s.w.SP()
+		}
+		s.w.String(p.Name).SP().String(p.Value)
+	}
+	s.w.Byte(')')
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,196 @@
+package imapd
+
+import (
+	"fmt"
+
+	"pimail/internal/imapwire"
+	"pimail/internal/store"
+)
+
+// fetchChunk is how many messages one store round trip covers.
+const fetchChunk = 256
+
+// fetchPlan says what the attributes of one FETCH need.
+type fetchPlan struct {
+	atts    []imapwire.FetchAtt
+	parsed  bool // MIME structure or envelope
+	blob    bool // message bytes
+	setSeen bool // a non-PEEK body fetch (RFC 9051 §6.4.5)
+}
+
+func planFetch(atts []imapwire.FetchAtt, uid bool) fetchPlan {
+	p := fetchPlan{}
+	hasUID := false
+	for _, a := range atts {
+		switch a.Name {
+		case "UID":
+			hasUID = true
+		case "ENVELOPE", "BODY", "BODYSTRUCTURE":
+			p.parsed = true
+		case "RFC822", "RFC822.TEXT":
+			p.blob, p.parsed, p.setSeen = true, true, true
+		case "RFC822.HEADER":
+			p.blob, p.parsed = true, true
+		case "BODY[]", "BINARY[]", "BINARY.SIZE[]":
+			p.blob = true
+			if len(a.Section.Part) > 0 || a.Section.Text != "" || a.Name != "BODY[]" {
+				p.parsed = true
+			}
+			if !a.Peek {
+				p.setSeen = true
+			}
+		}
+	}
+	// RFC 9051 §6.4.8: UID FETCH always returns the UID.
+	if uid && !hasUID {
+		atts = append([]imapwire.FetchAtt{{Name: "UID"}}, atts...)
+	}
+	p.atts = atts
+	return p
+}
+
+// cmdFetch implements FETCH and UID FETCH (RFC 9051 §6.4.5, §6.4.8).
+func cmdFetch(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) != 2 || cmd.args[0].Kind != imapwire.KindAtom {
+		if len(cmd.args) == 3 {
+			return "", "", bad("FETCH modifiers are not supported")
+		}
+		return "", "", bad("FETCH needs a set and attributes")
+	}
+	set, err := imapwire.ParseSeqSet(cmd.args[0].Str)
+	if err != nil {
+		return "", "", bad("invalid sequence set")
+	}
+	atts, err := imapwire.ParseFetchAtts(cmd.args[1])
+	if err != nil {
+		return "", "", bad("invalid fetch attributes")
+	}
+	v := s.sel
+	idx, err := v.resolve(set, cmd.uid)
+	if err != nil {
+		return "", "", err
+	}
+	plan := planFetch(atts, cmd.uid)
+	if v.readOnly {
+		plan.setSeen = false
+	}
+	for start := 0; start < len(idx); start += fetchChunk {
+		chunk := idx[start:min(start+fetchChunk, len(idx))]
+		if err := s.fetchChunk(chunk, plan); err != nil {
+			return "", "", err
+		}
+		if err := s.flush(); err != nil {
+			return "", "", err
+		}
+	}
+	return "", "", nil
+}
+
+// fetchChunk answers FETCH for a run of view indexes.
+func (s *session) fetchChunk(idx []int, plan fetchPlan) error {
+	v := s.sel
+	metas, err := s.srv.st.Fetch(s.ctx, v.mb.ID, v.uidSet(idx), store.FetchOptions{Parsed: plan.parsed})
+	if err != nil {
+		return fmt.Errorf("fetch from mailbox %d: %w", v.mb.ID, err)
+	}
+	byUID := make(map[uint32]*store.MessageMeta, len(metas))
+	for i := range metas {
+		byUID[metas[i].UID] = &metas[i]
+	}
+	// Set \Seen first so that the FLAGS we send are the new ones.
+	seenNow := map[uint32]bool{}
+	if plan.setSeen {
+		var unseen []uint32
+		for _, i := range idx {
+			if m := byUID[v.uids[i]]; m != nil && m.Flags&store.FlagSeen == 0 {
+				unseen = append(unseen, m.UID)
+			}
+		}
+		if len(unseen) > 0 {
+			var set store.UIDSet
+			for _, u := range unseen {
+				set = append(set, store.UIDRange{Start: u, Stop: u})
+			}
+			ups, err := s.srv.st.StoreFlags(s.ctx, v.mb.ID, set, store.FlagsAdd, store.FlagSeen, nil)
+			if err != nil {
+				return fmt.Errorf("setting \\Seen: %w", err)
+			}
+			v.dirty = true
+			for _, u := range ups {
+				if m := byUID[u.UID]; m != nil {
+					m.Flags, m.Keywords = u.Flags, u.Keywords
+				}
+				if i, ok := v.index(u.UID); ok {
+					v.flags[i] = msgFlags{u.Flags, u.Keywords}
+				}
+				seenNow[u.UID] = true
+			}
+		}
+	}
+	for _, i := range idx {
+		m := byUID[v.uids[i]]
+		if m == nil {
+			continue // expunged meanwhile; its EXPUNGE is pending
+		}
+		var raw []byte
+		if plan.blob {
+			raw, err = s.srv.st.ReadBlob(s.ctx, m.BlobID)
+			if err != nil {
+				return fmt.Errorf("reading message %d: %w", m.UID, err)
+			}
+		}
+		s.writeFetch(i, m, raw, plan, seenNow[m.UID])
+	}
+	return nil
+}
+
+// writeFetch writes one "* n FETCH (...)" response.
+func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetchPlan, seenNow bool) {
+	v := s.sel
+	w := s.w
+	w.Raw("* ").Int(int64(i + 1)).Raw(" FETCH (")
+	flagsSent := false
+	for n, a := range plan.atts {
+		if n > 0 {
+			w.SP()
+		}
+		switch a.Name {
+		case "UID":
+			w.Raw("UID ").Number(uint64(m.UID))
+		case "FLAGS":
+			w.Raw("FLAGS ")
+			s.writeFlags(msgFlags{m.Flags, m.Keywords}, v.recent[m.UID])
+			flagsSent = true
+		case "INTERNALDATE":
+			w.Raw("INTERNALDATE \"").Raw(imapwire.FormatDateTime(m.InternalDate)).Raw("\"")
+		case "RFC822.SIZE":
+			w.Raw("RFC822.SIZE ").Int(m.Size)
+		case "MODSEQ":
+			w.Raw("MODSEQ (").Number(m.ModSeq).Raw(")")
+		case "ENVELOPE":
+			w.Raw("ENVELOPE ")
+			s.writeEnvelope(envelopeOf(m))
+		case "BODY", "BODYSTRUCTURE":
+			w.Raw(a.Name).SP()
+			s.writeBodyStructure(rootPart(m, raw), a.Name == "BODYSTRUCTURE")
+		case "RFC822":
+			w.Raw("RFC822 ").Literal(raw)
+		case "RFC822.HEADER":
+			w.Raw("RFC822.HEADER ").Literal(headerBytes(raw, rootPart(m, raw)))
+		case "RFC822.TEXT":
+			w.Raw("RFC822.TEXT ").Literal(textBytes(raw, rootPart(m, raw)))
+		case "BODY[]":
+			s.writeBodySection(a, raw, rootPart(m, raw))
+		case "BINARY[]", "BINARY.SIZE[]":
+			s.writeBinary(a, raw, rootPart(m, raw))
+		default:
+			w.Raw(a.Name).Raw(" NIL")
+		}
+	}
+	if seenNow && !flagsSent {
+		// RFC 9051 §6.4.5: the implicit \Seen change is reported.
+		w.Raw(" FLAGS ")
+		s.writeFlags(msgFlags{m.Flags, m.Keywords}, v.recent[m.UID])
+	}
+	w.Raw(")").CRLF()
+}

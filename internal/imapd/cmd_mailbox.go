@@ -1,0 +1,199 @@
+package imapd
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"pimail/internal/imapwire"
+	"pimail/internal/store"
+)
+
+// cmdCreate implements CREATE (RFC 9051 §6.3.4), creating missing
+// intermediate levels ("a/b/c" creates "a" and "a/b" too).
+func cmdCreate(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) < 1 || len(cmd.args) > 2 {
+		return "", "", bad("CREATE needs a mailbox name")
+	}
+	name, err := s.decodeName(cmd.args[0])
+	if err != nil {
+		return "", "", err
+	}
+	if err := validNewName(name); err != nil {
+		return "", "", err
+	}
+	if name == "INBOX" {
+		return "", "", no("ALREADYEXISTS", "INBOX always exists")
+	}
+	levels := strings.Split(name, sep)
+	for i := 1; i < len(levels); i++ {
+		parent := strings.Join(levels[:i], sep)
+		if parent == "INBOX" {
+			continue
+		}
+		_, err := s.srv.st.CreateMailbox(s.ctx, s.acct.ID, parent, store.SpecialNone)
+		if err != nil && !errors.Is(err, store.ErrExists) {
+			return "", "", storeErr(err, "parent mailbox")
+		}
+	}
+	if _, err := s.srv.st.CreateMailbox(s.ctx, s.acct.ID, name, store.SpecialNone); err != nil {
+		return "", "", storeErr(err, "mailbox")
+	}
+	return "", "", nil
+}
+
+// cmdDelete implements DELETE (RFC 9051 §6.3.5).
+func cmdDelete(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) != 1 {
+		return "", "", bad("DELETE needs a mailbox name")
+	}
+	name, err := s.decodeName(cmd.args[0])
+	if err != nil {
+		return "", "", err
+	}
+	if name == "INBOX" {
+		return "", "", no("CANNOT", "INBOX cannot be deleted")
+	}
+	if s.sel != nil && s.sel.mb.Name == name {
+		s.sel = nil
+		s.state = stateAuth
+	}
+	if err := s.srv.st.DeleteMailbox(s.ctx, s.acct.ID, name); err != nil {
+		return "", "", storeErr(err, "mailbox")
+	}
+	return "", "", nil
+}
+
+// cmdRename implements RENAME (RFC 9051 §6.3.6).
+func cmdRename(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) != 2 {
+		return "", "", bad("RENAME needs two mailbox names")
+	}
+	from, err := s.decodeName(cmd.args[0])
+	if err != nil {
+		return "", "", err
+	}
+	to, err := s.decodeName(cmd.args[1])
+	if err != nil {
+		return "", "", err
+	}
+	if err := validNewName(to); err != nil {
+		return "", "", err
+	}
+	if to == "INBOX" {
+		return "", "", no("ALREADYEXISTS", "INBOX always exists")
+	}
+	if err := s.srv.st.RenameMailbox(s.ctx, s.acct.ID, from, to); err != nil {
+		return "", "", storeErr(err, "mailbox")
+	}
+	return "", "", nil
+}
+
+// cmdSubscribe implements SUBSCRIBE and UNSUBSCRIBE (RFC 9051 §6.3.7, §6.3.8).
+func cmdSubscribe(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) != 1 {
+		return "", "", bad("%s needs a mailbox name", cmd.name)
+	}
+	name, err := s.decodeName(cmd.args[0])
+	if err != nil {
+		return "", "", err
+	}
+	if err := s.srv.st.SetSubscribed(s.ctx, s.acct.ID, name, cmd.name == "SUBSCRIBE"); err != nil {
+		return "", "", storeErr(err, "mailbox")
+	}
+	return "", "", nil
+}
+
+// statusItems are the STATUS data items (RFC 9051 §6.3.11, RFC 8438 SIZE,
+// RFC 7162 HIGHESTMODSEQ).
+var statusItems = map[string]bool{"MESSAGES": true, "UIDNEXT": true, "UIDVALIDITY": true, "UNSEEN": true,
+	"DELETED": true, "SIZE": true, "RECENT": true, "HIGHESTMODSEQ": true}
+
+func parseStatusItems(a imapwire.Arg) ([]string, error) {
+	if a.Kind != imapwire.KindList || len(a.List) == 0 {
+		return nil, bad("STATUS needs a list of items")
+	}
+	var items []string
+	for _, it := range a.List {
+		n := upperASCII(it.Str)
+		if it.Kind != imapwire.KindAtom || !statusItems[n] {
+			return nil, bad("unknown STATUS item")
+		}
+		items = append(items, n)
+	}
+	return items, nil
+}
+
+// cmdStatus implements STATUS (RFC 9051 §6.3.11).
+func cmdStatus(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) != 2 {
+		return "", "", bad("STATUS needs a mailbox and a list of items")
+	}
+	name, err := s.decodeName(cmd.args[0])
+	if err != nil {
+		return "", "", err
+	}
+	items, err := parseStatusItems(cmd.args[1])
+	if err != nil {
+		return "", "", err
+	}
+	if err := s.writeStatus(name, items); err != nil {
+		return "", "", err
+	}
+	return "", "", nil
+}
+
+// writeStatus writes one "* STATUS" response.
+func (s *session) writeStatus(name string, items []string) error {
+	st, err := s.srv.st.MailboxStatus(s.ctx, s.acct.ID, name)
+	if err != nil {
+		return storeErr(err, "mailbox")
+	}
+	deleted := 0
+	for _, it := range items {
+		if it == "DELETED" {
+			msgs, err := s.srv.st.UIDs(s.ctx, st.ID)
+			if err != nil {
+				return fmt.Errorf("listing mailbox %d: %w", st.ID, err)
+			}
+			for _, m := range msgs {
+				if m.Flags&store.FlagDeleted != 0 {
+					deleted++
+				}
+			}
+		}
+	}
+	s.w.Raw("* STATUS ")
+	s.writeName(st.Name)
+	s.w.Raw(" (")
+	for i, it := range items {
+		if i > 0 {
+			s.w.SP()
+		}
+		s.w.Raw(it).SP()
+		switch it {
+		case "MESSAGES":
+			s.w.Int(int64(st.Messages))
+		case "UIDNEXT":
+			s.w.Number(uint64(st.UIDNext))
+		case "UIDVALIDITY":
+			s.w.Number(uint64(st.UIDValidity))
+		case "UNSEEN":
+			s.w.Int(int64(st.Unseen))
+		case "DELETED":
+			s.w.Int(int64(deleted))
+		case "SIZE":
+			s.w.Int(st.Size)
+		case "RECENT":
+			n := 0
+			if s.sel != nil && s.sel.mb.ID == st.ID {
+				n = len(s.sel.recent)
+			}
+			s.w.Int(int64(n))
+		case "HIGHESTMODSEQ":
+			s.w.Number(st.HighestModSeq)
+		}
+	}
+	s.w.Raw(")").CRLF()
+	return nil
+}

@@ -1,0 +1,174 @@
+package imapd
+
+import (
+	"fmt"
+	"strings"
+
+	"pimail/internal/imapwire"
+	"pimail/internal/store"
+)
+
+// cmdStore implements STORE and UID STORE (RFC 9051 §6.4.6).
+func cmdStore(s *session, cmd *command) (string, string, error) {
+	args := cmd.args
+	if len(args) < 3 {
+		return "", "", bad("STORE needs a set, an item and flags")
+	}
+	set, err := imapwire.ParseSeqSet(args[0].Str)
+	if err != nil || args[0].Kind != imapwire.KindAtom {
+		return "", "", bad("invalid sequence set")
+	}
+	args = args[1:]
+	if args[0].Kind == imapwire.KindList {
+		// Store modifiers such as UNCHANGEDSINCE (RFC 7162) come with CONDSTORE.
+		return "", "", bad("STORE modifiers are not supported")
+	}
+	item := upperASCII(args[0].Str)
+	silent := strings.HasSuffix(item, ".SILENT")
+	item = strings.TrimSuffix(item, ".SILENT")
+	var op store.FlagOp
+	switch item {
+	case "FLAGS":
+		op = store.FlagsReplace
+	case "+FLAGS":
+		op = store.FlagsAdd
+	case "-FLAGS":
+		op = store.FlagsRemove
+	default:
+		return "", "", bad("unknown STORE item")
+	}
+	flags, kws, err := parseFlagList(args[1:])
+	if err != nil {
+		return "", "", err
+	}
+	v := s.sel
+	idx, err := v.resolve(set, cmd.uid)
+	if err != nil {
+		return "", "", err
+	}
+	if v.readOnly {
+		return "", "", no("READ-ONLY", "mailbox is read-only")
+	}
+	if len(idx) == 0 {
+		return "", "", nil
+	}
+	updates, err := s.srv.st.StoreFlags(s.ctx, v.mb.ID, v.uidSet(idx), op, flags, kws)
+	if err != nil {
+		return "", "", fmt.Errorf("store flags: %w", err)
+	}
+	v.dirty = true
+	for _, u := range updates {
+		if i, ok := v.index(u.UID); ok {
+			v.flags[i] = msgFlags{u.Flags, u.Keywords}
+		}
+	}
+	if !silent {
+		for _, i := range idx {
+			if v.pending[v.uids[i]] {
+				continue
+			}
+			s.writeFlagsFetch(i, cmd.uid)
+		}
+	}
+	return "", "", nil
+}
+
+// cmdExpunge implements EXPUNGE and UID EXPUNGE (RFC 9051 §6.4.3, RFC 4315 §2.1).
+func cmdExpunge(s *session, cmd *command) (string, string, error) {
+	v := s.sel
+	var set store.UIDSet
+	if cmd.uid {
+		if len(cmd.args) != 1 || cmd.args[0].Kind != imapwire.KindAtom {
+			return "", "", bad("UID EXPUNGE needs a UID set")
+		}
+		ss, err := imapwire.ParseSeqSet(cmd.args[0].Str)
+		if err != nil {
+			return "", "", bad("invalid UID set")
+		}
+		idx, err := v.resolve(ss, true)
+		if err != nil {
+			return "", "", err
+		}
+		if len(idx) == 0 {
+			return "", "", nil
+		}
+		set = v.uidSet(idx)
+	} else if len(cmd.args) != 0 {
+		return "", "", bad("EXPUNGE takes no arguments")
+	}
+	if v.readOnly {
+		return "", "", no("READ-ONLY", "mailbox is read-only")
+	}
+	uids, err := s.srv.st.Expunge(s.ctx, v.mb.ID, set)
+	if err != nil {
+		return "", "", fmt.Errorf("expunge: %w", err)
+	}
+	v.dirty = true
+	s.expungeNow(uids)
+	return "", "", nil
+}
+
+// cmdCopy implements COPY, MOVE (RFC 6851) and their UID forms, with
+// COPYUID (RFC 4315 §3).
+func cmdCopy(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) != 2 || cmd.args[0].Kind != imapwire.KindAtom {
+		return "", "", bad("%s needs a set and a mailbox", cmd.name)
+	}
+	set, err := imapwire.ParseSeqSet(cmd.args[0].Str)
+	if err != nil {
+		return "", "", bad("invalid sequence set")
+	}
+	name, err := s.decodeName(cmd.args[1])
+	if err != nil {
+		return "", "", err
+	}
+	v := s.sel
+	idx, err := v.resolve(set, cmd.uid)
+	if err != nil {
+		return "", "", err
+	}
+	move := cmd.name == "MOVE"
+	if move && v.readOnly {
+		return "", "", no("READ-ONLY", "mailbox is read-only")
+	}
+	dst, err := s.srv.st.Mailbox(s.ctx, s.acct.ID, name)
+	if err != nil {
+		if e := storeErr(err, "mailbox"); e != err {
+			return "", "", no("TRYCREATE", "mailbox does not exist")
+		}
+		return "", "", fmt.Errorf("%s: %w", cmd.name, err)
+	}
+	if len(idx) == 0 {
+		return "", "", nil
+	}
+	uidset := v.uidSet(idx)
+	var res store.CopyResult
+	if move {
+		res, err = s.srv.st.Move(s.ctx, v.mb.ID, uidset, dst.ID)
+	} else {
+		res, err = s.srv.st.Copy(s.ctx, v.mb.ID, uidset, dst.ID)
+	}
+	if err != nil {
+		if e := storeErr(err, "mailbox"); e != err {
+			return "", "", e
+		}
+		return "", "", fmt.Errorf("%s: %w", cmd.name, err)
+	}
+	if dst.ID == v.mb.ID || move {
+		v.dirty = true
+	}
+	code := ""
+	if len(res.SourceUIDs) > 0 {
+		code = fmt.Sprintf("COPYUID %d %s %s", res.UIDValidity,
+			imapwire.FormatUIDs(res.SourceUIDs), imapwire.FormatUIDs(res.DestUIDs))
+	}
+	if move {
+		// RFC 6851 §4.3: COPYUID goes in an untagged OK before the EXPUNGEs.
+		if code != "" {
+			s.w.Raw("* OK [").Raw(code).Raw("] Moved").CRLF()
+		}
+		s.expungeNow(res.SourceUIDs)
+		return "", "", nil
+	}
+	return code, "", nil
+}

@@ -1,0 +1,126 @@
+package imapd
+
+import (
+	"sort"
+	"strings"
+
+	"pimail/internal/imapwire"
+	"pimail/internal/store"
+)
+
+// systemFlags maps the RFC 9051 §2.3.2 system flags to the store's bits.
+var systemFlags = []struct {
+	name string
+	bit  store.Flags
+}{
+	{`\Seen`, store.FlagSeen},
+	{`\Answered`, store.FlagAnswered},
+	{`\Flagged`, store.FlagFlagged},
+	{`\Deleted`, store.FlagDeleted},
+	{`\Draft`, store.FlagDraft},
+}
+
+// writeFlags writes a flag list; \Recent only for IMAP4rev1 sessions
+// (RFC 9051 removed it).
+func (s *session) writeFlags(f msgFlags, recent bool) {
+	s.w.Byte('(')
+	first := true
+	sep := func() {
+		if !first {
+			s.w.SP()
+		}
+		first = false
+	}
+	for _, sf := range systemFlags {
+		if f.flags&sf.bit != 0 {
+			sep()
+			s.w.Raw(sf.name)
+		}
+	}
+	if recent && !s.rev2 {
+		sep()
+		s.w.Raw(`\Recent`)
+	}
+	for _, k := range f.keywords {
+		if validKeyword(k) {
+			sep()
+			s.w.Raw(k)
+		}
+	}
+	s.w.Byte(')')
+}
+
+// validKeyword reports whether k is a flag-keyword atom (RFC 9051 §9).
+func validKeyword(k string) bool {
+	if k == "" || len(k) > 200 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`(){%*"\]`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// parseFlagList parses flags from a list argument or, leniently, from
+// bare flag atoms (RFC 3501 STORE allows "+FLAGS \Seen"). \Recent is
+// ignored: it cannot be set by clients.
+func parseFlagList(args []imapwire.Arg) (store.Flags, []string, error) {
+	var items []imapwire.Arg
+	if len(args) == 1 && args[0].Kind == imapwire.KindList {
+		items = args[0].List
+	} else {
+		items = args
+	}
+	var flags store.Flags
+	var kws []string
+	seen := map[string]bool{}
+	for _, a := range items {
+		if a.Kind != imapwire.KindAtom {
+			return 0, nil, bad("flags must be atoms")
+		}
+		name := a.Str
+		if strings.HasPrefix(name, `\`) {
+			found := false
+			for _, sf := range systemFlags {
+				if strings.EqualFold(sf.name, name) {
+					flags |= sf.bit
+					found = true
+				}
+			}
+			if !found && !strings.EqualFold(name, `\Recent`) {
+				return 0, nil, bad("unknown system flag %s", name)
+			}
+			continue
+		}
+		if !validKeyword(name) {
+			return 0, nil, bad("invalid keyword")
+		}
+		if l := strings.ToLower(name); !seen[l] {
+			seen[l] = true
+			kws = append(kws, name)
+		}
+	}
+	sort.Strings(kws)
+	return flags, kws, nil
+}
+
+// mailboxKeywords lists the keywords used in the view, for FLAGS.
+func (v *mailboxView) keywords() []string {
+	set := map[string]bool{}
+	for _, f := range v.flags {
+		for _, k := range f.keywords {
+			if validKeyword(k) {
+				set[k] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

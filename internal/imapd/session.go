@@ -1,0 +1,341 @@
+package imapd
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"pimail/internal/imapwire"
+	"pimail/internal/store"
+)
+
+type sessionState int
+
+const (
+	stateNotAuth sessionState = iota
+	stateAuth
+	stateSelected
+	stateLogout
+)
+
+// session is one IMAP connection. All its fields are used by its own
+// goroutine only (IDLE hands the reader to a helper goroutine and waits
+// for it before going on).
+type session struct {
+	srv      *Server
+	conn     net.Conn
+	r        *imapwire.Reader
+	w        *imapwire.Writer
+	log      *slog.Logger
+	ctx      context.Context
+	remoteIP string
+	tls      bool
+
+	state   sessionState
+	acct    store.Account
+	events  <-chan store.Event
+	unsub   func()
+	rev2    bool // ENABLE IMAP4rev2 (RFC 9051 §6.3.1)
+	utf8    bool // ENABLE UTF8=ACCEPT (RFC 6855)
+	sel     *mailboxView
+	bad     int // consecutive BAD responses
+	preAuth int // commands before authentication
+	failed  int // failed authentications
+}
+
+func newSession(srv *Server, c net.Conn) *session {
+	s := &session{srv: srv, conn: c, ctx: srv.ctx}
+	if host, _, err := net.SplitHostPort(c.RemoteAddr().String()); err == nil {
+		s.remoteIP = host
+	}
+	_, s.tls = c.(*tls.Conn)
+	s.log = srv.log.With("remote", c.RemoteAddr().String())
+	s.w = imapwire.NewWriter(bufio.NewWriterSize(c, 16*1024))
+	s.r = imapwire.NewReader(bufio.NewReaderSize(c, 16*1024), s.limits(), s.sendContinue)
+	return s
+}
+
+// limits returns the reader limits for the current state: small literals
+// before authentication (DESIGN: nothing expensive before trust).
+func (s *session) limits() imapwire.Limits {
+	l := imapwire.Limits{MaxLine: s.srv.cfg.MaxLineLength, MaxLiteral: s.srv.cfg.MaxLiteralSize}
+	if s.state == stateNotAuth {
+		l.MaxLiteral = preAuthLiteral
+		l.MaxDiscard = 4 * preAuthLiteral
+	}
+	return l
+}
+
+func (s *session) timeout() time.Duration {
+	if s.state == stateNotAuth {
+		return min(s.srv.cfg.IdleTimeout, preAuthTimeout)
+	}
+	return s.srv.cfg.IdleTimeout
+}
+
+// sendContinue answers a synchronising literal (RFC 9051 §7.5).
+func (s *session) sendContinue(int64) error {
+	s.w.Continue("Ready for literal data")
+	return s.flush()
+}
+
+func (s *session) flush() error {
+	_ = s.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("writing response: %w", err)
+	}
+	return nil
+}
+
+func (s *session) run() {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("imap session panic", "panic", v, "stack", string(debug.Stack()))
+			s.w.Untagged("BYE [SERVERBUG] Internal error, closing connection")
+			_ = s.flush()
+		}
+		s.cleanup()
+	}()
+	s.w.Raw("* OK [CAPABILITY ").Raw(s.capabilities()).Raw("] ").Raw(s.srv.cfg.Hostname).Raw(" IMAP server ready").CRLF()
+	if err := s.flush(); err != nil {
+		return
+	}
+	for s.state != stateLogout {
+		if err := s.serveOne(); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.srv.ctx.Err() == nil {
+				s.log.Debug("imap session ended", "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (s *session) cleanup() {
+	if s.unsub != nil {
+		s.unsub()
+	}
+	s.conn.Close()
+}
+
+// serveOne reads and executes one command. A non-nil error ends the session.
+func (s *session) serveOne() error {
+	_ = s.conn.SetReadDeadline(time.Now().Add(s.timeout()))
+	cmd, err := s.r.ReadCommand()
+	if err != nil {
+		var pe *imapwire.Error
+		if !errors.As(err, &pe) {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				s.w.Untagged("BYE Autologout; idle for too long")
+				_ = s.flush()
+			}
+			return err
+		}
+		status := "BAD"
+		if pe.No {
+			status = "NO"
+		}
+		s.w.Tagged(pe.Tag, status, pe.Code, pe.Msg)
+		if pe.Fatal {
+			s.w.Untagged("BYE Too much data, closing connection")
+			_ = s.flush()
+			return fmt.Errorf("fatal command error: %w", pe)
+		}
+		if !pe.No {
+			return s.countBad()
+		}
+		return s.flush()
+	}
+	if s.state == stateNotAuth {
+		s.preAuth++
+		if s.preAuth > maxPreAuthCommands {
+			s.w.Untagged("BYE Too many commands without authentication")
+			_ = s.flush()
+			return errors.New("too many commands before authentication")
+		}
+	}
+	res := s.dispatch(cmd)
+	if s.state == stateLogout {
+		return s.flush()
+	}
+	if res.status == "BAD" {
+		return s.countBad()
+	}
+	s.bad = 0
+	if s.failed >= maxAuthFailures {
+		s.w.Untagged("BYE Too many authentication failures")
+		_ = s.flush()
+		return errors.New("too many authentication failures")
+	}
+	return s.flush()
+}
+
+func (s *session) countBad() error {
+	s.bad++
+	if s.bad >= maxBadCommands {
+		s.w.Untagged("BYE Too many invalid commands")
+		_ = s.flush()
+		return errors.New("too many invalid commands")
+	}
+	return s.flush()
+}
+
+// result is the tagged response of a command.
+type result struct {
+	status string // OK, NO, BAD
+	code   string
+	text   string
+}
+
+// respError is returned by handlers for NO and BAD responses.
+type respError struct{ result }
+
+func (e *respError) Error() string { return e.status + " " + e.text }
+
+func bad(format string, a ...any) error {
+	return &respError{result{status: "BAD", text: fmt.Sprintf(format, a...)}}
+}
+
+func no(code, format string, a ...any) error {
+	return &respError{result{status: "NO", code: code, text: fmt.Sprintf(format, a...)}}
+}
+
+// handler runs a command. It writes untagged responses and returns the
+// code and text of the tagged OK, or an error (a *respError for NO/BAD).
+type handler func(s *session, cmd *command) (code, text string, err error)
+
+// command is one command with what the dispatcher knows about it.
+type command struct {
+	tag  string
+	name string
+	args []imapwire.Arg
+	uid  bool // UID FETCH/SEARCH/STORE/COPY/MOVE/EXPUNGE
+}
+
+// dispatch runs one command and writes its tagged response.
+func (s *session) dispatch(c *imapwire.Command) result {
+	cmd := &command{tag: c.Tag, name: c.Name, args: c.Args}
+	if cmd.name == "UID" {
+		if len(cmd.args) == 0 || cmd.args[0].Kind != imapwire.KindAtom {
+			return s.finish(cmd, result{status: "BAD", text: "UID needs a command"})
+		}
+		cmd.uid = true
+		cmd.name = upperASCII(cmd.args[0].Str)
+		cmd.args = cmd.args[1:]
+		switch cmd.name {
+		case "FETCH", "SEARCH", "STORE", "COPY", "MOVE", "EXPUNGE":
+		default:
+			return s.finish(cmd, result{status: "BAD", text: "unknown UID command"})
+		}
+	}
+	spec, ok := commands[cmd.name]
+	if !ok {
+		return s.finish(cmd, result{status: "BAD", text: "unknown command"})
+	}
+	if !spec.allowed(s.state) {
+		return s.finish(cmd, result{status: "BAD", text: "command not allowed in this state"})
+	}
+	code, text, err := spec.fn(s, cmd)
+	if errors.Is(err, errAlreadyAnswered) {
+		return result{status: "OK"}
+	}
+	res := result{status: "OK", code: code, text: text}
+	if err != nil {
+		var re *respError
+		if errors.As(err, &re) {
+			res = re.result
+		} else {
+			s.log.Error("imap command failed", "cmd", cmd.name, "err", err)
+			res = result{status: "NO", code: "SERVERBUG", text: "internal error"}
+		}
+	}
+	if res.text == "" {
+		res.text = cmd.name + " completed"
+	}
+	return s.finish(cmd, res)
+}
+
+// finish reports pending mailbox changes where allowed and writes the
+// tagged response.
+func (s *session) finish(cmd *command, res result) result {
+	if s.sel != nil && s.state == stateSelected && cmd.name != "SELECT" && cmd.name != "EXAMINE" {
+		// RFC 9051 §7.5.1: no EXPUNGE while responding to FETCH, STORE or
+		// SEARCH (sequence-number forms), nor to unknown commands.
+		noExpunge := !cmd.uid && (cmd.name == "FETCH" || cmd.name == "STORE" || cmd.name == "SEARCH")
+		force := cmd.name == "NOOP" || cmd.name == "CHECK"
+		if err := s.syncMailbox(!noExpunge && res.status != "BAD", force); err != nil {
+			s.log.Error("imap mailbox sync", "err", err)
+		}
+	}
+	s.w.Tagged(cmd.tag, res.status, res.code, res.text)
+	return res
+}
+
+// cmdSpec says in which states a command is allowed.
+type cmdSpec struct {
+	fn     handler
+	states uint8 // bit set of 1<<sessionState
+}
+
+func (c cmdSpec) allowed(st sessionState) bool { return c.states&(1<<st) != 0 }
+
+const (
+	anyState    = 1<<stateNotAuth | 1<<stateAuth | 1<<stateSelected
+	notAuthOnly = 1 << stateNotAuth
+	authed      = 1<<stateAuth | 1<<stateSelected
+	selected    = 1 << stateSelected
+)
+
+var commands map[string]cmdSpec
+
+func init() {
+	commands = map[string]cmdSpec{
+		"CAPABILITY":   {cmdCapability, anyState},
+		"NOOP":         {cmdNoop, anyState},
+		"LOGOUT":       {cmdLogout, anyState},
+		"ID":           {cmdID, anyState},
+		"STARTTLS":     {cmdStartTLS, notAuthOnly},
+		"LOGIN":        {cmdLogin, notAuthOnly},
+		"AUTHENTICATE": {cmdAuthenticate, notAuthOnly},
+		"ENABLE":       {cmdEnable, authed},
+		"NAMESPACE":    {cmdNamespace, authed},
+		"SELECT":       {cmdSelect, authed},
+		"EXAMINE":      {cmdSelect, authed},
+		"CREATE":       {cmdCreate, authed},
+		"DELETE":       {cmdDelete, authed},
+		"RENAME":       {cmdRename, authed},
+		"SUBSCRIBE":    {cmdSubscribe, authed},
+		"UNSUBSCRIBE":  {cmdSubscribe, authed},
+		"LIST":         {cmdList, authed},
+		"LSUB":         {cmdLsub, authed},
+		"STATUS":       {cmdStatus, authed},
+		"APPEND":       {cmdAppend, authed},
+		"IDLE":         {cmdIdle, authed},
+		"CHECK":        {cmdNoop, selected},
+		"CLOSE":        {cmdClose, selected},
+		"UNSELECT":     {cmdUnselect, selected},
+		"EXPUNGE":      {cmdExpunge, selected},
+		"SEARCH":       {cmdSearch, selected},
+		"FETCH":        {cmdFetch, selected},
+		"STORE":        {cmdStore, selected},
+		"COPY":         {cmdCopy, selected},
+		"MOVE":         {cmdCopy, selected},
+	}
+}
+
+func upperASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}

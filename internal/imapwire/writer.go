@@ -1,0 +1,171 @@
+package imapwire
+
+import (
+	"bufio"
+	"strconv"
+)
+
+// Writer writes server responses (RFC 9051 §7). It remembers the first
+// write error; Flush returns it.
+type Writer struct {
+	bw  *bufio.Writer
+	err error
+	// UTF8 allows 8-bit UTF-8 in quoted strings (IMAP4rev2, UTF8=ACCEPT:
+	// RFC 9051 §4.3, RFC 6855 §3). Otherwise 8-bit text is sent as a literal.
+	UTF8 bool
+}
+
+// NewWriter returns a response writer on bw.
+func NewWriter(bw *bufio.Writer) *Writer { return &Writer{bw: bw} }
+
+// SetWriter replaces the underlying writer (after STARTTLS).
+func (w *Writer) SetWriter(bw *bufio.Writer) { w.bw = bw }
+
+func (w *Writer) setErr(err error) {
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+// Raw writes s as is.
+func (w *Writer) Raw(s string) *Writer {
+	if w.err == nil {
+		_, err := w.bw.WriteString(s)
+		w.setErr(err)
+	}
+	return w
+}
+
+// Bytes writes b as is.
+func (w *Writer) Bytes(b []byte) *Writer {
+	if w.err == nil {
+		_, err := w.bw.Write(b)
+		w.setErr(err)
+	}
+	return w
+}
+
+// Byte writes one byte.
+func (w *Writer) Byte(c byte) *Writer {
+	if w.err == nil {
+		w.setErr(w.bw.WriteByte(c))
+	}
+	return w
+}
+
+// SP writes a space.
+func (w *Writer) SP() *Writer { return w.Byte(' ') }
+
+// Number writes a decimal number.
+func (w *Writer) Number(n uint64) *Writer {
+	var buf [20]byte
+	return w.Bytes(strconv.AppendUint(buf[:0], n, 10))
+}
+
+// Int writes a non-negative decimal number.
+func (w *Writer) Int(n int64) *Writer {
+	if n < 0 {
+		n = 0
+	}
+	return w.Number(uint64(n))
+}
+
+// CRLF ends a response line.
+func (w *Writer) CRLF() *Writer { return w.Raw("\r\n") }
+
+// NIL writes the NIL atom.
+func (w *Writer) NIL() *Writer { return w.Raw("NIL") }
+
+// needsLiteral reports whether s cannot be a quoted string: CR, LF, NUL,
+// or, without UTF8, 8-bit bytes; quotes and backslashes are sent as
+// literals too, and very long strings, so that no client has to unescape.
+func (w *Writer) needsLiteral(s string) bool {
+	if len(s) > 1024 {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\r' || c == '\n' || c == 0 || c == '"' || c == '\\':
+			return true
+		case c >= 0x80 && !w.UTF8:
+			return true
+		}
+	}
+	return false
+}
+
+// String writes s as a quoted string or, when its content needs it, as a
+// literal (RFC 9051 §4.3).
+func (w *Writer) String(s string) *Writer {
+	if w.needsLiteral(s) {
+		return w.Literal([]byte(s))
+	}
+	return w.Byte('"').Raw(s).Byte('"')
+}
+
+// NString writes s, or NIL when s is empty.
+func (w *Writer) NString(s string) *Writer {
+	if s == "" {
+		return w.NIL()
+	}
+	return w.String(s)
+}
+
+// AString writes s as an atom when it is one, else as a string.
+func (w *Writer) AString(s string) *Writer {
+	if s != "" && isPlainAtom(s) {
+		return w.Raw(s)
+	}
+	return w.String(s)
+}
+
+func isPlainAtom(s string) bool {
+	if upper(s) == "NIL" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAtomChar(c) || c >= 0x80 || c == '%' || c == '*' || c == '\\' || c == ']' || c == '[' {
+			return false
+		}
+	}
+	return true
+}
+
+// Literal writes b as a literal, "{n}" CRLF and the bytes.
+func (w *Writer) Literal(b []byte) *Writer {
+	w.Byte('{').Number(uint64(len(b))).Raw("}\r\n")
+	return w.Bytes(b)
+}
+
+// LiteralHeader writes only "{n}" CRLF, for data written afterwards.
+func (w *Writer) LiteralHeader(n int64) *Writer {
+	return w.Byte('{').Int(n).Raw("}\r\n")
+}
+
+// Untagged writes "* " + text + CRLF.
+func (w *Writer) Untagged(text string) *Writer { return w.Raw("* ").Raw(text).CRLF() }
+
+// Tagged writes a complete tagged status response, "tag OK [code] text".
+func (w *Writer) Tagged(tag, status, code, text string) *Writer {
+	w.Raw(tag).SP().Raw(status).SP()
+	if code != "" {
+		w.Byte('[').Raw(code).Raw("] ")
+	}
+	return w.Raw(text).CRLF()
+}
+
+// Continue writes a continuation request "+ text".
+func (w *Writer) Continue(text string) *Writer { return w.Raw("+ ").Raw(text).CRLF() }
+
+// Flush sends what is buffered and returns the first error.
+func (w *Writer) Flush() error {
+	if w.err == nil {
+		w.setErr(w.bw.Flush())
+	}
+	return w.err
+}
+
+// Err returns the first write error.
+func (w *Writer) Err() error { return w.err }

@@ -1,0 +1,121 @@
+package smtpd
+
+import (
+	"crypto/tls"
+	"net"
+	"strings"
+	"time"
+)
+
+// receivedInfo is what the Received trace field records.
+type receivedInfo struct {
+	helo     string // as the client gave it in EHLO/HELO
+	remoteIP string
+	hostname string // ours
+	id       string
+	utf8     bool // MAIL FROM had SMTPUTF8
+	tls      *tls.ConnectionState
+	rcpts    []string
+	date     time.Time
+}
+
+// maxHeloInField bounds the client-supplied name copied into the field.
+const maxHeloInField = 255
+
+// receivedField builds the Received trace field that this server prepends
+// (RFC 5321 §4.4, syntax in §4.4 "Time-stamp-line"):
+//
+//	Received: from <helo> ([<ip>])
+//		by <hostname> with <protocol> id <id>
+//		for <rcpt>; <date>
+//
+// The protocol is ESMTP or ESMTPS (RFC 3848 §2), or UTF8SMTP/UTF8SMTPS for
+// an SMTPUTF8 transaction (RFC 6531 §4.3). go-smtp does not tell EHLO from
+// HELO, so "SMTP" is never written. The "for" clause is written only for a
+// single recipient, so one recipient's copy does not reveal the others.
+// No reverse DNS lookup is made: the address literal is the truth, and a
+// lookup per message is work before trust.
+func receivedField(ri receivedInfo) string {
+	proto := "ESMTP"
+	if ri.utf8 {
+		proto = "UTF8SMTP"
+	}
+	if ri.tls != nil {
+		proto += "S"
+	}
+	var b strings.Builder
+	b.Grow(256)
+	b.WriteString("Received: from ")
+	b.WriteString(fieldToken(ri.helo, "unknown"))
+	b.WriteString(" (")
+	b.WriteString(addressLiteral(ri.remoteIP))
+	b.WriteString(")\r\n\tby ")
+	b.WriteString(fieldToken(ri.hostname, "localhost"))
+	if ri.tls != nil {
+		// A comment, as many servers write it: protocol version and cipher.
+		b.WriteString(" (")
+		b.WriteString(strings.ReplaceAll(tls.VersionName(ri.tls.Version), " ", ""))
+		b.WriteString(" ")
+		b.WriteString(tls.CipherSuiteName(ri.tls.CipherSuite))
+		b.WriteString(")")
+	}
+	b.WriteString(" with ")
+	b.WriteString(proto)
+	b.WriteString(" id ")
+	b.WriteString(ri.id)
+	if len(ri.rcpts) == 1 {
+		b.WriteString("\r\n\tfor <")
+		b.WriteString(cleanAddress(ri.rcpts[0]))
+		b.WriteString(">")
+	}
+	b.WriteString(";\r\n\t")
+	b.WriteString(ri.date.Format(time.RFC1123Z)) // RFC 5322 §3.3 date-time
+	b.WriteString("\r\n")
+	return b.String()
+}
+
+// addressLiteral writes an IP as an RFC 5321 §4.1.3 address literal.
+func addressLiteral(ip string) string {
+	addr := net.ParseIP(ip)
+	switch {
+	case addr == nil:
+		return "[unknown]"
+	case addr.To4() != nil:
+		return "[" + addr.String() + "]"
+	default:
+		return "[IPv6:" + addr.String() + "]"
+	}
+}
+
+// fieldToken makes a client-supplied name safe inside a header field:
+// printable ASCII only, without the characters that end a comment or the
+// field's clauses, and bounded in length.
+func fieldToken(s, empty string) string {
+	if len(s) > maxHeloInField {
+		s = s[:maxHeloInField]
+	}
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r <= ' ' || r >= 0x7f:
+			return '?'
+		case r == '(' || r == ')' || r == ';' || r == '\\':
+			return '?'
+		}
+		return r
+	}, s)
+	if s == "" {
+		return empty
+	}
+	return s
+}
+
+// cleanAddress removes what cannot appear inside <...> in a header field.
+// UTF-8 is kept: a UTF8SMTP message's header may carry it (RFC 6532).
+func cleanAddress(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || r == '<' || r == '>' {
+			return -1
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,233 @@
+package smtpd
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"pimail/internal/delivery"
+)
+
+// maxSizeHint caps the buffer allocated up front from MAIL's SIZE=.
+const maxSizeHint = 1 << 20
+
+// session is one SMTP session, from EHLO/HELO to QUIT (a new one starts
+// after STARTTLS, RFC 3207 §4.2). go-smtp calls its methods from one
+// goroutine at a time.
+type session struct {
+	srv      *Server
+	conn     *smtp.Conn
+	remoteIP string
+	log      *slog.Logger
+
+	// Current transaction (RFC 5321 §3.3), cleared by MAIL, RSET and the
+	// end of data.
+	from    string
+	utf8    bool
+	sizeArg int64
+	rcpts   []string
+
+	errors  int  // rejected commands in this session
+	closing bool // MaxErrors exceeded: every command gets 421
+}
+
+func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
+	ip := remoteIP(c.Conn().RemoteAddr())
+	sess := &session{
+		srv:      s,
+		conn:     c,
+		remoteIP: ip,
+		log:      s.logger.With("ip", ip),
+	}
+	_, isTLS := c.TLSConnectionState()
+	sess.log.Debug("smtp session", "helo", c.Hostname(), "tls", isTLS)
+	return sess, nil
+}
+
+// Mail starts a transaction. The SIZE parameter was already checked
+// against MaxMessageBytes by go-smtp (RFC 1870 §6.2: 552 5.3.4).
+func (s *session) Mail(from string, opts *smtp.MailOptions) error {
+	if s.closing {
+		return replyTooManyErrors
+	}
+	s.Reset()
+	s.from = from
+	if opts != nil {
+		s.utf8 = opts.UTF8
+		s.sizeArg = opts.Size
+	}
+	return nil
+}
+
+// Rcpt checks one recipient against the in-memory directory at once: an
+// unknown user gets 550 5.1.1 and the session goes on (RFC 5321 §3.3).
+func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if s.closing {
+		return replyTooManyErrors
+	}
+	res, err := s.srv.dir.Resolve(to)
+	if err == nil && len(res.Accounts) == 0 {
+		// Only remote forwarding targets, and no outbound queue yet:
+		// a temporary refusal keeps the message with the sender.
+		s.log.Warn("recipient forwards only to remote targets, which is not available yet", "rcpt", to)
+		return s.fail(replyTempFailure)
+	}
+	if err != nil {
+		reply := rcptError(err)
+		if reply == replyTempFailure {
+			s.log.Warn("recipient check failed", "rcpt", to, "err", err)
+		} else {
+			s.log.Debug("recipient refused", "rcpt", to, "code", reply.Code)
+		}
+		return s.fail(reply)
+	}
+	s.rcpts = append(s.rcpts, to)
+	return nil
+}
+
+// fail counts a rejected command. Beyond MaxErrors the session ends: the
+// reply becomes 421 (RFC 5321 §3.8) and the read side of the connection is
+// shut, so go-smtp closes the connection after answering whatever the
+// client already pipelined.
+func (s *session) fail(reply *smtp.SMTPError) error {
+	s.errors++
+	if s.errors <= s.srv.cfg.MaxErrors {
+		return reply
+	}
+	if !s.closing {
+		s.closing = true
+		s.log.Info("too many errors; closing session", "errors", s.errors)
+		shutdownRead(s.conn.Conn())
+	}
+	return replyTooManyErrors
+}
+
+// Data receives the message, checks it, and delivers it. The reply is 250
+// only after the store has the message on disk (RFC 5321 §6.1).
+func (s *session) Data(r io.Reader) error {
+	if s.closing {
+		return replyTooManyErrors
+	}
+	if !s.srv.beginDelivery() {
+		return replyShuttingDown
+	}
+	defer s.srv.endDelivery()
+
+	cfg := &s.srv.cfg
+	id := delivery.NewID()
+	tlsState, isTLS := s.conn.TLSConnectionState()
+	var st *tls.ConnectionState
+	if isTLS {
+		st = &tlsState
+	}
+	hdr := receivedField(receivedInfo{
+		helo:     s.conn.Hostname(),
+		remoteIP: s.remoteIP,
+		hostname: cfg.Hostname,
+		id:       id,
+		utf8:     s.utf8,
+		tls:      st,
+		rcpts:    s.rcpts,
+		date:     time.Now(),
+	})
+
+	// The declared SIZE only sizes the first allocation, capped: a client
+	// announcing 50 MiB must not get 50 MiB before it sends anything.
+	var buf bytes.Buffer
+	hint := min(s.sizeArg, maxSizeHint, cfg.MaxMessageBytes)
+	if hint <= 0 {
+		hint = 64 << 10
+	}
+	buf.Grow(len(hdr) + int(hint))
+	buf.WriteString(hdr)
+	if err := readMessage(&buf, r, s.conn.Conn(), cfg.DataTimeout, cfg.MaxMessageBytes); err != nil {
+		return s.dataError(id, err)
+	}
+
+	env := delivery.Envelope{
+		ID:         id,
+		MailFrom:   s.from,
+		Recipients: s.rcpts,
+		RemoteIP:   s.remoteIP,
+		Helo:       s.conn.Hostname(),
+		TLS:        isTLS,
+	}
+	ctx, cancel := context.WithTimeout(s.srv.ctx, cfg.DeliverTimeout)
+	defer cancel()
+	if _, err := s.srv.pipe.Deliver(ctx, env, buf.Bytes()); err != nil {
+		reply := deliveryError(err)
+		s.log.Warn("delivery failed", "id", id, "from", s.from, "code", reply.Code, "err", err)
+		if reply.Code/100 == 5 {
+			return s.fail(reply)
+		}
+		return reply
+	}
+	return replyAccepted(id)
+}
+
+// dataError maps a failure while reading the message data to its reply.
+func (s *session) dataError(id string, err error) error {
+	switch {
+	case errors.Is(err, errTooBig), errors.Is(err, smtp.ErrDataTooLarge):
+		s.log.Info("message refused: too big", "id", id, "limit", s.srv.cfg.MaxMessageBytes)
+		return s.fail(replyTooBig)
+	case errors.Is(err, errBareLineEnding):
+		s.log.Info("message refused: bare CR or LF (possible SMTP smuggling)", "id", id, "from", s.from)
+		return s.fail(replyBareLineEnding)
+	default:
+		// The connection broke or timed out mid-message: nothing stored,
+		// nothing acknowledged. The stream cannot be brought back in step
+		// with the client, so the session ends after this reply.
+		s.log.Info("message data not received", "id", id, "err", err)
+		s.closing = true
+		shutdownRead(s.conn.Conn())
+		return replyTempFailure
+	}
+}
+
+// Reset discards the current transaction (RSET, EHLO, end of data).
+func (s *session) Reset() {
+	s.from = ""
+	s.utf8 = false
+	s.sizeArg = 0
+	s.rcpts = nil
+}
+
+// Logout ends the session.
+func (s *session) Logout() error { return nil }
+
+// remoteIP returns the IP of a connection's peer, or the address as text
+// when it is not TCP.
+func remoteIP(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// shutdownRead stops reading from the client: go-smtp then sees end of
+// input after the buffered commands and closes the connection.
+func shutdownRead(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if cr, ok := c.(interface{ CloseRead() error }); ok {
+		_ = cr.CloseRead()
+		return
+	}
+	_ = c.SetReadDeadline(time.Now())
+}

@@ -1,0 +1,77 @@
+package smtpd
+
+import (
+	"strings"
+	"testing"
+)
+
+// SMTP smuggling: a message whose data holds a non-standard end-of-data
+// sequence followed by a forged transaction. Every variant must be refused
+// as a whole with 5xx, nothing stored, and the forged commands never run.
+//
+// Not covered: go-smtp's DATA reader silently drops "." and CR when a line
+// starts with "."+CR+<not LF> ("<CRLF>.<CR>X"), so that bare CR never
+// reaches the session. It is no smuggling vector against pimail: go-smtp
+// still ends data only at <CRLF>.<CRLF>, and pimail does not relay.
+func TestSmugglingVariantsRejected(t *testing.T) {
+	variants := map[string]string{
+		"LF.LF":        "\n.\n",
+		"LF.CRLF":      "\n.\r\n",
+		"CRLF.LF":      "\r\n.\n",
+		"CR.CR":        "\r.\r",
+		"CR.CRLF":      "\r.\r\n",
+		"CRCRLF":       "\r\r\n.\r\r\n",
+		"bare LF line": "\n",
+		"bare CR line": "\r",
+	}
+	e := newEnv(t, Config{})
+	c := dial(t, e.addr)
+	c.expect("EHLO client.test", 250)
+	for name, seq := range variants {
+		c.expect("MAIL FROM:<sender@remote.test>", 250)
+		c.expect("RCPT TO:<alice@example.com>", 250)
+		c.expect("DATA", 354)
+		c.send("From: sender@remote.test\r\nSubject: x\r\n\r\nhello" + seq +
+			"MAIL FROM:<evil@remote.test>\r\nRCPT TO:<bob@example.com>\r\nDATA\r\n" +
+			"From: ceo@example.com\r\nSubject: smuggled\r\n\r\nevil\r\n.\r\n")
+		code, msg := c.reply()
+		if code != 554 || !strings.HasPrefix(msg, "5.5.2 ") {
+			t.Errorf("%s: reply %d %s, want 554 5.5.2", name, code, msg)
+		}
+		// The next reply must answer our NOOP, not a smuggled command.
+		if code, msg := c.cmd("NOOP"); code != 250 || !strings.Contains(msg, "nothing") {
+			t.Fatalf("%s: after the message, NOOP got %d %s: the stream is out of step", name, code, msg)
+		}
+	}
+	if n := e.messages(t); n != 0 {
+		t.Fatalf("%d messages stored, want 0", n)
+	}
+}
+
+func TestBareLFInHeaderRejected(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := dial(t, e.addr)
+	c.expect("EHLO client.test", 250)
+	code, _ := c.transaction("sender@remote.test", []string{"alice@example.com"},
+		"From: sender@remote.test\nSubject: x\r\n\r\nbody")
+	if code != 554 {
+		t.Fatalf("bare LF in header: %d, want 554", code)
+	}
+}
+
+// Dot-stuffed lines (RFC 5321 §4.5.2) and a message ending with a dot line
+// are transparent, and the session is still in step afterwards.
+func TestDotTransparency(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := dial(t, e.addr)
+	c.expect("EHLO client.test", 250)
+	body := "Subject: dots\r\n\r\n..\r\n..leading\r\nmid.dle\r\n.."
+	if code, msg := c.transaction("sender@remote.test", []string{"alice@example.com"}, body); code != 250 {
+		t.Fatalf("dot-stuffed message: %d %s", code, msg)
+	}
+	got := e.inbox(t, "alice@example.com")
+	if len(got) != 1 || !strings.HasSuffix(got[0], "\r\n\r\n.\r\n.leading\r\nmid.dle\r\n.\r\n") {
+		t.Fatalf("stored: %q", got)
+	}
+	c.expect("NOOP", 250)
+}
