@@ -74,7 +74,7 @@ func readPassword(flagValue string, fromStdin bool) (string, error) {
 
 // withStore opens the store, runs f, and closes the store.
 func withStore(dataDir string, f func(ctx context.Context, st store.Store) error) error {
-	st, err := openStore(dataDir)
+	st, err := openStore(dataDir, true)
 	if err != nil {
 		return err
 	}

@@ -59,9 +59,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// openStore opens the data directory's store for an admin command.
-func openStore(dir string) (*sqlite.Store, error) {
-	st, err := sqlite.Open(dir, sqlite.Options{Logger: quietLogger()})
+// openStore opens the data directory's store. Short-lived admin commands
+// leave blob collection to the server (admin is true).
+func openStore(dir string, admin bool) (*sqlite.Store, error) {
+	st, err := sqlite.Open(dir, sqlite.Options{Logger: quietLogger(), NoCollect: admin})
 	if err != nil {
 		return nil, fmt.Errorf("open data directory %s: %w", dir, err)
 	}

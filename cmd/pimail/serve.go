@@ -18,6 +18,7 @@ import (
 	"pimail/internal/password"
 	"pimail/internal/server"
 	"pimail/internal/store"
+	"pimail/internal/store/sqlite"
 )
 
 // listenFlags binds --smtp, --imap, ... to the configuration's listen
@@ -80,7 +81,7 @@ func cmdServe(args []string) error {
 // run opens the store and serves until SIGINT or SIGTERM.
 func run(cfg config.Config, onReady func(addrs map[string]string)) error {
 	logger := newLogger(os.Stderr, cfg.Log.Level, cfg.Log.Format)
-	st, err := openStore(cfg.Data)
+	st, err := sqlite.Open(cfg.Data, sqlite.Options{Logger: logger.With("component", "store")})
 	if err != nil {
 		return err
 	}
@@ -153,7 +154,7 @@ pimail is running on localhost.
 // can print it.
 func ensureLocalAccount(dir string) (string, error) {
 	pwPath := filepath.Join(dir, localPwFile)
-	st, err := openStore(dir)
+	st, err := openStore(dir, true)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,213 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+// maxBlobRetries bounds how often a delivery writes its file again after the
+// collector removed an unreferenced file with the same content meanwhile.
+const maxBlobRetries = 3
+
+// testHookBlobWritten, when set by a test, runs between writing the file and
+// queueing the rows: the window in which the collector may strike.
+var testHookBlobWritten func()
+
+// target is one mailbox a message goes to: by ID (Append) or by account and
+// name (Deliver, created when missing).
+type target struct {
+	mailboxID int64
+	accountID int64
+	name      string // normalised
+	flags     store.Flags
+	keywords  []string // normalised
+}
+
+// newBlob is what a blob row needs, computed before the write request.
+type newBlob struct {
+	sha    string
+	size   int64
+	parsed *message.Parsed
+	json   []byte
+}
+
+func prepareBlob(raw []byte, parsed *message.Parsed) (*newBlob, error) {
+	if parsed == nil {
+		parsed = message.Parse(raw)
+	}
+	pj, err := json.Marshal(parsed)
+	if err != nil {
+		return nil, fmt.Errorf("encode parsed message: %w", err)
+	}
+	return &newBlob{sha: hashRaw(raw), size: int64(len(raw)), parsed: parsed, json: pj}, nil
+}
+
+// Deliver stores one message for many recipients: one file, one blob row,
+// one mail row per recipient, committed in the writer's next group commit.
+// The whole delivery fails if one recipient's account does not exist.
+func (s *Store) Deliver(ctx context.Context, d store.Delivery) ([]store.Delivered, error) {
+	if len(d.Recipients) == 0 {
+		return nil, fmt.Errorf("delivery without recipients: %w", store.ErrInvalid)
+	}
+	targets := make([]target, len(d.Recipients))
+	for i, r := range d.Recipients {
+		name := r.Mailbox
+		if name == "" {
+			name = "INBOX"
+		}
+		n, err := normMailboxName(name)
+		if err != nil {
+			return nil, err
+		}
+		kws, err := normKeywords(r.Keywords)
+		if err != nil {
+			return nil, err
+		}
+		targets[i] = target{accountID: r.AccountID, name: n, flags: r.Flags & allFlags, keywords: kws}
+	}
+	return s.storeMessage(ctx, d.Raw, d.Parsed, d.InternalDate, targets)
+}
+
+// Append stores one message into one mailbox (IMAP APPEND, RFC 9051 §6.3.12).
+func (s *Store) Append(ctx context.Context, mailboxID int64, raw []byte, flags store.Flags, keywords []string, internalDate time.Time) (store.Delivered, error) {
+	kws, err := normKeywords(keywords)
+	if err != nil {
+		return store.Delivered{}, err
+	}
+	out, err := s.storeMessage(ctx, raw, nil, internalDate, []target{{mailboxID: mailboxID, flags: flags & allFlags, keywords: kws}})
+	if err != nil {
+		return store.Delivered{}, err
+	}
+	return out[0], nil
+}
+
+// storeMessage writes the file durably in the caller's goroutine, then
+// queues the rows for the group commit and waits for it.
+func (s *Store) storeMessage(ctx context.Context, raw []byte, parsed *message.Parsed, idate time.Time, targets []target) ([]store.Delivered, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("empty message: %w", store.ErrInvalid)
+	}
+	if idate.IsZero() {
+		idate = time.Now()
+	}
+	nb, err := prepareBlob(raw, parsed)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Delivered
+	for attempt := 0; ; attempt++ {
+		if err := s.writeBlob(nb.sha, raw); err != nil {
+			return nil, fmt.Errorf("sqlite store: %w", err)
+		}
+		if testHookBlobWritten != nil {
+			testHookBlobWritten()
+		}
+		err = s.write(ctx, func(w *wtx) error {
+			out = make([]store.Delivered, 0, len(targets))
+			blobID, err := s.ensureBlob(w, nb)
+			if err != nil {
+				return err
+			}
+			for _, t := range targets {
+				d, err := insertMessage(w, t, blobID, idate.Unix())
+				if err != nil {
+					return err
+				}
+				out = append(out, d)
+			}
+			if _, err := w.exec("UPDATE blobs SET refcount = refcount + ? WHERE id = ?", len(targets), blobID); err != nil {
+				return fmt.Errorf("count blob references: %w", err)
+			}
+			return nil
+		})
+		if errors.Is(err, errBlobMissing) && attempt < maxBlobRetries {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+// ensureBlob returns the blob row for the content, inserting it (refcount 0,
+// the caller adds its references) if needed. It checks, under the write
+// lock, that the file is present: only the writer deletes files, so it stays
+// until the commit makes the reference count positive.
+func (s *Store) ensureBlob(w *wtx, nb *newBlob) (int64, error) {
+	if _, err := os.Stat(s.blobPath(nb.sha)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, errBlobMissing
+		}
+		return 0, fmt.Errorf("check blob file: %w", err)
+	}
+	var id int64
+	err := w.queryRow("SELECT id FROM blobs WHERE sha256 = ?", nb.sha).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("look up blob: %w", err)
+	}
+	p := nb.parsed
+	var date any // NULL when the message has no usable Date:
+	var offset int
+	if !p.Date.IsZero() {
+		date = p.Date.Unix()
+		_, offset = p.Date.Zone()
+	}
+	msgID := strings.TrimSpace(p.Envelope.MessageID)
+	msgID = strings.TrimSuffix(strings.TrimPrefix(msgID, "<"), ">")
+	err = w.queryRow(`INSERT INTO blobs (sha256, size, refcount, subject, from_addr, to_addr, cc_addr, bcc_addr,
+		date, date_offset, message_id, in_reply_to, refs, parsed)
+		VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		nb.sha, nb.size, p.Subject, p.From, p.To, p.Cc, p.Bcc, date, offset, msgID,
+		strings.TrimSpace(p.Envelope.InReplyTo), strings.Join(p.References, " "), nb.json).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("insert blob: %w", err)
+	}
+	return id, nil
+}
+
+// insertMessage adds one mail row for a target: next UID, next MODSEQ.
+func insertMessage(w *wtx, t target, blobID, idate int64) (store.Delivered, error) {
+	var mb store.Mailbox
+	var err error
+	if t.mailboxID != 0 {
+		mb, err = mailboxByID(w, t.mailboxID)
+	} else {
+		if err := accountExists(w, t.accountID); err != nil {
+			return store.Delivered{}, err
+		}
+		mb, err = mailboxByName(w, t.accountID, t.name)
+		if errors.Is(err, store.ErrNotFound) {
+			mb, err = createMailbox(w, t.accountID, t.name, store.SpecialNone)
+		}
+	}
+	if err != nil {
+		return store.Delivered{}, err
+	}
+	uid, err := takeUIDs(w, mb.ID, 1)
+	if err != nil {
+		return store.Delivered{}, err
+	}
+	ms, err := nextModSeq(w, mb.ID)
+	if err != nil {
+		return store.Delivered{}, err
+	}
+	if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		mb.ID, uid, ms, t.flags, joinKeywords(t.keywords), idate, blobID); err != nil {
+		return store.Delivered{}, fmt.Errorf("insert message: %w", err)
+	}
+	w.publish(mb.AccountID, mb.ID)
+	return store.Delivered{AccountID: mb.AccountID, MailboxID: mb.ID, UIDValidity: mb.UIDValidity, UID: uid}, nil
+}

@@ -1,0 +1,79 @@
+// Package sqlite is pimail's embedded message store: store.Store on one SQLite
+// database (modernc.org/sqlite, pure Go) plus a directory of content-addressed
+// message files.
+//
+// # Data directory
+//
+//	DIR/pimail.db            the database (WAL mode: also pimail.db-wal, -shm)
+//	DIR/blobs/<hh>/<sha256>  message bytes, one file per distinct message,
+//	                         <hh> the first two hex digits of the SHA-256
+//	DIR/blobs/tmp/           files being written (renamed into place)
+//	DIR/backup/              snapshots taken before schema migrations
+//
+// # Schema
+//
+//	meta       (key, value)                  directory_version, uidvalidity counter
+//	domains    (id, name)                    name unique, lower case
+//	accounts   (id, address, domain_id, password_hash, display_name,
+//	            disabled, created)           address unique, lower case
+//	aliases    (address, target, domain_id)  one row per target; "@dom" is the catch-all
+//	mailboxes  (id, account_id, name, special_use, subscribed,
+//	            uidvalidity, uidnext, highestmodseq)   unique (account_id, name)
+//	blobs      (id, sha256, size, refcount, subject, from_addr, to_addr,
+//	            cc_addr, bcc_addr, date, date_offset, message_id,
+//	            in_reply_to, refs, parsed)
+//	mail       (mailbox_id, uid, modseq, flags, keywords, internal_date,
+//	            blob_id)                     primary key (mailbox_id, uid)
+//	expunged   (mailbox_id, uid, modseq)     tombstones for Changes / QRESYNC
+//
+// A blob row describes one distinct message: its size, the decoded header
+// fields an index and SEARCH need (as columns), and the JSON of
+// message.Parsed (envelope and MIME structure) so that IMAP ENVELOPE and
+// BODYSTRUCTURE are answered without re-reading the file. blobs.refcount is
+// the number of mail rows pointing at it: a message delivered to 15
+// recipients is one file, one blob row and 15 mail rows.
+//
+// Every change to a mailbox takes the next modification sequence of that
+// mailbox (mailboxes.highestmodseq + 1): the rows it touches (new mail rows,
+// changed flags, expunge tombstones) carry it, so Changes(since) is two
+// indexed range scans. UIDNEXT and HIGHESTMODSEQ only grow; a mailbox that is
+// deleted and created again gets a new UIDVALIDITY (from a counter in meta
+// that is at least the current Unix time).
+//
+// The schema version is PRAGMA user_version. Open applies the missing
+// migration steps in one transaction; before it migrates a database that
+// already holds data it writes a snapshot with VACUUM INTO to
+// DIR/backup/pimail-v<old>-<timestamp>.db.
+//
+// # Durability and group commit
+//
+// The database runs in WAL mode with synchronous=FULL, so a committed
+// transaction is on disk. Reads use a pool of read-only connections and
+// never wait for the writer. All writes go through one writer goroutine that
+// owns the single write connection: it takes every write request that is
+// queued, runs each in its own SAVEPOINT inside one BEGIN IMMEDIATE
+// transaction, commits once and then answers all callers (group commit). A
+// request that fails is rolled back to its savepoint without affecting the
+// others. SQLITE_BUSY (another process, such as the admin CLI, holding the
+// write lock) is retried with back-off for up to Options.BusyTimeout.
+//
+// Deliver and Append first write the message file in the caller's goroutine:
+// to DIR/blobs/tmp, fsync, rename to its content address, fsync the
+// directory. Only then is the request queued; it returns after the commit. A
+// crash therefore can leave a file without a row, never a row without a
+// file, and no acknowledged message is lost.
+//
+// Files are deleted only by the writer, inside a write transaction, so a
+// delivery that relies on an existing file cannot race with the collector:
+// the delivery checks, under the same lock, that its file is still there and
+// writes it again if not. Expunge and mailbox deletion only delete rows and
+// decrement reference counts; a background collector (and Open) removes blob
+// rows whose count reached zero together with their files. Files that have
+// no row at all (a crash between file write and commit) are removed at Open
+// and hourly once they are older than Options.OrphanGrace.
+//
+// Committed changes are published on an in-process change feed per account
+// (Subscribe). Changes made by another process on the same directory (the
+// CLI) are not published; the directory version (meta.directory_version,
+// one row) is what servers poll for those.
+package sqlite

@@ -1,0 +1,394 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"pimail/internal/store"
+)
+
+const mailboxCols = "id, account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq"
+
+func scanMailbox(sc interface{ Scan(...any) error }) (store.Mailbox, error) {
+	var m store.Mailbox
+	err := sc.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq)
+	return m, err
+}
+
+// nextUIDValidity returns a UIDVALIDITY never handed out before in this
+// database: at least the current Unix time and greater than the last one, so
+// a mailbox deleted and created again under the same name gets a new one
+// (RFC 9051 §2.3.1.1), also after a restore from an older backup.
+func nextUIDValidity(w *wtx) (uint32, error) {
+	var last int64
+	if err := w.queryRow("SELECT value FROM meta WHERE key = 'uidvalidity'").Scan(&last); err != nil {
+		return 0, fmt.Errorf("read uidvalidity counter: %w", err)
+	}
+	v := max(last+1, time.Now().Unix())
+	if v > 0xffffffff || v <= 0 { // after 2106: wrap around, skipping 0
+		v = 1
+	}
+	if _, err := w.exec("UPDATE meta SET value = ? WHERE key = 'uidvalidity'", v); err != nil {
+		return 0, fmt.Errorf("update uidvalidity counter: %w", err)
+	}
+	return uint32(v), nil
+}
+
+// mailboxByName finds a mailbox of an account inside a write request.
+func mailboxByName(w *wtx, accountID int64, name string) (store.Mailbox, error) {
+	m, err := scanMailbox(w.queryRow("SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Mailbox{}, fmt.Errorf("mailbox %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("look up mailbox %q: %w", name, err)
+	}
+	return m, nil
+}
+
+// mailboxByID finds a mailbox inside a write request.
+func mailboxByID(w *wtx, id int64) (store.Mailbox, error) {
+	m, err := scanMailbox(w.queryRow("SELECT "+mailboxCols+" FROM mailboxes WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Mailbox{}, fmt.Errorf("mailbox %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("look up mailbox %d: %w", id, err)
+	}
+	return m, nil
+}
+
+// createMailbox inserts a mailbox (name already normalised) and any missing
+// superior names (RFC 9051 §6.3.4: the server SHOULD create them). It fails
+// with ErrExists if the mailbox itself exists.
+func createMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mailbox, error) {
+	for _, p := range parentNames(name) {
+		if _, err := mailboxByName(w, accountID, p); errors.Is(err, store.ErrNotFound) {
+			if _, err := insertMailbox(w, accountID, p, store.SpecialNone); err != nil {
+				return store.Mailbox{}, err
+			}
+		} else if err != nil {
+			return store.Mailbox{}, err
+		}
+	}
+	return insertMailbox(w, accountID, name, specialUse)
+}
+
+func insertMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mailbox, error) {
+	uv, err := nextUIDValidity(w)
+	if err != nil {
+		return store.Mailbox{}, err
+	}
+	res, err := w.exec("INSERT INTO mailboxes (account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq) VALUES (?, ?, ?, 1, ?, 1, 1)",
+		accountID, name, specialUse, uv)
+	if isConstraint(err) {
+		return store.Mailbox{}, fmt.Errorf("mailbox %q: %w", name, store.ErrExists)
+	}
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("insert mailbox %q: %w", name, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("insert mailbox %q: %w", name, err)
+	}
+	w.publish(accountID, 0)
+	return store.Mailbox{ID: id, AccountID: accountID, Name: name, SpecialUse: specialUse,
+		Subscribed: true, UIDValidity: uv, UIDNext: 1, HighestModSeq: 1}, nil
+}
+
+// accountExists checks the account inside a write request.
+func accountExists(w *wtx, accountID int64) error {
+	var one int
+	err := w.queryRow("SELECT 1 FROM accounts WHERE id = ?", accountID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("account %d: %w", accountID, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("look up account %d: %w", accountID, err)
+	}
+	return nil
+}
+
+func (s *Store) Mailboxes(ctx context.Context, accountID int64) ([]store.Mailbox, error) {
+	rows, err := s.rdb.QueryContext(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? ORDER BY name", accountID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: list mailboxes: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Mailbox
+	for rows.Next() {
+		m, err := scanMailbox(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite store: list mailboxes: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite store: list mailboxes: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (store.Mailbox, error) {
+	n, err := normMailboxName(name)
+	if err != nil {
+		return store.Mailbox{}, err
+	}
+	m, err := scanMailbox(s.rdb.QueryRowContext(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Mailbox{}, fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("sqlite store: mailbox %q: %w", n, err)
+	}
+	return m, nil
+}
+
+func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string) (store.MailboxStatus, error) {
+	n, err := normMailboxName(name)
+	if err != nil {
+		return store.MailboxStatus{}, err
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.MailboxStatus{}, fmt.Errorf("sqlite store: mailbox status: %w", err)
+	}
+	defer tx.Rollback()
+	m, err := scanMailbox(tx.QueryRowContext(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.MailboxStatus{}, fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.MailboxStatus{}, fmt.Errorf("sqlite store: mailbox %q: %w", n, err)
+	}
+	st := store.MailboxStatus{Mailbox: m}
+	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(flags & ? = 0), 0), coalesce(sum(b.size), 0)
+		FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mailbox_id = ?`, store.FlagSeen, m.ID).
+		Scan(&st.Messages, &st.Unseen, &st.Size)
+	if err != nil {
+		return store.MailboxStatus{}, fmt.Errorf("sqlite store: mailbox status %q: %w", n, err)
+	}
+	return st, nil
+}
+
+// CreateMailbox creates a mailbox and any missing superior names.
+func (s *Store) CreateMailbox(ctx context.Context, accountID int64, name, specialUse string) (store.Mailbox, error) {
+	n, err := normMailboxName(name)
+	if err != nil {
+		return store.Mailbox{}, err
+	}
+	if !validSpecialUse(specialUse) {
+		return store.Mailbox{}, fmt.Errorf("special-use %q: %w", specialUse, store.ErrInvalid)
+	}
+	var out store.Mailbox
+	err = s.write(ctx, func(w *wtx) error {
+		if err := accountExists(w, accountID); err != nil {
+			return err
+		}
+		m, err := createMailbox(w, accountID, n, specialUse)
+		out = m
+		return err
+	})
+	return out, err
+}
+
+// DeleteMailbox removes a mailbox and its messages. INBOX, special-use
+// mailboxes and mailboxes with children fail with ErrMailboxInUse.
+func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string) error {
+	n, err := normMailboxName(name)
+	if err != nil {
+		return err
+	}
+	if n == "INBOX" {
+		return fmt.Errorf("mailbox INBOX cannot be deleted: %w", store.ErrMailboxInUse)
+	}
+	err = s.write(ctx, func(w *wtx) error {
+		m, err := mailboxByName(w, accountID, n)
+		if err != nil {
+			return err
+		}
+		if m.SpecialUse != store.SpecialNone {
+			return fmt.Errorf("mailbox %q is special-use %s: %w", n, m.SpecialUse, store.ErrMailboxInUse)
+		}
+		var children int
+		lo, hi := childRange(n)
+		if err := w.queryRow("SELECT count(*) FROM mailboxes WHERE account_id = ? AND name >= ? AND name < ?",
+			accountID, lo, hi).Scan(&children); err != nil {
+			return fmt.Errorf("count child mailboxes: %w", err)
+		}
+		if children > 0 {
+			return fmt.Errorf("mailbox %q has children: %w", n, store.ErrMailboxInUse)
+		}
+		if err := releaseMailboxMail(w, m.ID); err != nil {
+			return err
+		}
+		if _, err := w.exec("DELETE FROM expunged WHERE mailbox_id = ?", m.ID); err != nil {
+			return fmt.Errorf("delete tombstones: %w", err)
+		}
+		if _, err := w.exec("DELETE FROM mailboxes WHERE id = ?", m.ID); err != nil {
+			return fmt.Errorf("delete mailbox: %w", err)
+		}
+		w.publish(accountID, m.ID)
+		w.publish(accountID, 0)
+		return nil
+	})
+	if err == nil {
+		s.kickCollector()
+	}
+	return err
+}
+
+// childRange returns the bounds [lo, hi) of the names below a mailbox in
+// byte order (SQLite's BINARY collation): "a/" ≤ child < "a0", because '0'
+// follows '/'.
+func childRange(name string) (lo, hi string) {
+	sep := store.HierarchySeparator
+	last := sep[len(sep)-1]
+	return name + sep, name + sep[:len(sep)-1] + string(rune(last+1))
+}
+
+// releaseMailboxMail deletes every message row of a mailbox and decrements
+// the blob reference counts (files are collected later).
+func releaseMailboxMail(w *wtx, mailboxID int64) error {
+	if _, err := w.exec(`UPDATE blobs SET refcount = refcount - c.n FROM
+		(SELECT blob_id, count(*) AS n FROM mail WHERE mailbox_id = ? GROUP BY blob_id) AS c
+		WHERE blobs.id = c.blob_id`, mailboxID); err != nil {
+		return fmt.Errorf("release blobs: %w", err)
+	}
+	if _, err := w.exec("DELETE FROM mail WHERE mailbox_id = ?", mailboxID); err != nil {
+		return fmt.Errorf("delete messages: %w", err)
+	}
+	return nil
+}
+
+// RenameMailbox renames a mailbox with its children. Renaming INBOX moves
+// its messages to a new mailbox and leaves INBOX empty; INBOX's children stay
+// (RFC 9051 §6.3.6). Missing superior names of the new name are created.
+func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to string) error {
+	f, err := normMailboxName(from)
+	if err != nil {
+		return err
+	}
+	t, err := normMailboxName(to)
+	if err != nil {
+		return err
+	}
+	if t == "INBOX" {
+		return fmt.Errorf("mailbox INBOX: %w", store.ErrExists)
+	}
+	if f == t {
+		return fmt.Errorf("rename %q to itself: %w", f, store.ErrExists)
+	}
+	if f == "INBOX" {
+		return s.renameInbox(ctx, accountID, t)
+	}
+	return s.write(ctx, func(w *wtx) error {
+		src, err := mailboxByName(w, accountID, f)
+		if err != nil {
+			return err
+		}
+		// The mailbox and its children, old name → new name.
+		lo, hi := childRange(f)
+		rows, err := w.query("SELECT id, name FROM mailboxes WHERE account_id = ? AND (name = ? OR (name >= ? AND name < ?))",
+			accountID, f, lo, hi)
+		if err != nil {
+			return fmt.Errorf("list mailboxes to rename: %w", err)
+		}
+		renames := map[int64]string{}
+		moving := map[string]bool{}
+		for rows.Next() {
+			var id int64
+			var name string
+			if err := rows.Scan(&id, &name); err != nil {
+				rows.Close()
+				return fmt.Errorf("list mailboxes to rename: %w", err)
+			}
+			renames[id] = t + strings.TrimPrefix(name, f)
+			moving[name] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list mailboxes to rename: %w", err)
+		}
+		for _, nn := range renames {
+			if moving[nn] {
+				continue // freed by this rename
+			}
+			if _, err := mailboxByName(w, accountID, nn); err == nil {
+				return fmt.Errorf("mailbox %q: %w", nn, store.ErrExists)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		// Two steps, so that names swapping inside the set never collide.
+		for id := range renames {
+			if _, err := w.exec("UPDATE mailboxes SET name = ? WHERE id = ?", fmt.Sprintf("\x00rename-%d", id), id); err != nil {
+				return fmt.Errorf("rename mailbox: %w", err)
+			}
+		}
+		for id, nn := range renames {
+			if _, err := w.exec("UPDATE mailboxes SET name = ? WHERE id = ?", nn, id); err != nil {
+				return fmt.Errorf("rename mailbox: %w", err)
+			}
+		}
+		for _, p := range parentNames(t) {
+			if _, err := mailboxByName(w, accountID, p); errors.Is(err, store.ErrNotFound) {
+				if _, err := insertMailbox(w, accountID, p, store.SpecialNone); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
+		}
+		w.publish(accountID, src.ID)
+		w.publish(accountID, 0)
+		return nil
+	})
+}
+
+// renameInbox implements RENAME INBOX (RFC 9051 §6.3.6): a new mailbox gets
+// all of INBOX's messages (with new UIDs under its own UIDVALIDITY); INBOX is
+// left empty, its UIDNEXT unchanged, and its messages are expunged with
+// tombstones so that clients with INBOX selected see them go.
+func (s *Store) renameInbox(ctx context.Context, accountID int64, to string) error {
+	return s.write(ctx, func(w *wtx) error {
+		inbox, err := mailboxByName(w, accountID, "INBOX")
+		if err != nil {
+			return err
+		}
+		dst, err := createMailbox(w, accountID, to, store.SpecialNone)
+		if err != nil {
+			return err
+		}
+		rows, err := mailRows(w, inbox.ID, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := copyMail(w, rows, dst); err != nil {
+			return err
+		}
+		return expungeMail(w, inbox, rows)
+	})
+}
+
+func (s *Store) SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error {
+	n, err := normMailboxName(name)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(w *wtx) error {
+		res, err := w.exec("UPDATE mailboxes SET subscribed = ? WHERE account_id = ? AND name = ?", subscribed, accountID, n)
+		if err != nil {
+			return fmt.Errorf("set subscribed: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
+		}
+		w.publish(accountID, 0)
+		return nil
+	})
+}

@@ -1,0 +1,256 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"pimail/internal/store"
+)
+
+// nextModSeq takes the mailbox's next modification sequence (RFC 7162 §3.1:
+// every change gets a value greater than all before it). One command's
+// changes share one value.
+func nextModSeq(w *wtx, mailboxID int64) (uint64, error) {
+	var ms uint64
+	if err := w.queryRow("UPDATE mailboxes SET highestmodseq = highestmodseq + 1 WHERE id = ? RETURNING highestmodseq", mailboxID).Scan(&ms); err != nil {
+		return 0, fmt.Errorf("next modseq of mailbox %d: %w", mailboxID, err)
+	}
+	return ms, nil
+}
+
+// takeUIDs reserves n consecutive UIDs in a mailbox and returns the first.
+// UIDNEXT only grows (RFC 9051 §2.3.1.1).
+func takeUIDs(w *wtx, mailboxID int64, n int) (uint32, error) {
+	var next int64
+	if err := w.queryRow("UPDATE mailboxes SET uidnext = uidnext + ? WHERE id = ? RETURNING uidnext", n, mailboxID).Scan(&next); err != nil {
+		return 0, fmt.Errorf("take uids in mailbox %d: %w", mailboxID, err)
+	}
+	first := next - int64(n)
+	if next > 0xffffffff {
+		return 0, fmt.Errorf("mailbox %d: UID space exhausted: %w", mailboxID, store.ErrInvalid)
+	}
+	return uint32(first), nil
+}
+
+// mailRow is a message row as the write paths need it.
+type mailRow struct {
+	uid      uint32
+	flags    store.Flags
+	keywords []string
+	idate    int64
+	blobID   int64
+}
+
+// mailRows lists a mailbox's rows in uids (all when empty), ascending UID.
+func mailRows(w *wtx, mailboxID int64, uids store.UIDSet) ([]mailRow, error) {
+	cond, args := uidSetSQL("uid", uids)
+	rows, err := w.query("SELECT uid, flags, keywords, internal_date, blob_id FROM mail WHERE mailbox_id = ? AND "+cond+" ORDER BY uid",
+		append([]any{mailboxID}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	defer rows.Close()
+	var out []mailRow
+	for rows.Next() {
+		var r mailRow
+		var kws string
+		if err := rows.Scan(&r.uid, &r.flags, &kws, &r.idate, &r.blobID); err != nil {
+			return nil, fmt.Errorf("list messages: %w", err)
+		}
+		r.keywords = splitKeywords(kws)
+		if inSet(uids, r.uid) {
+			out = append(out, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return out, nil
+}
+
+// StoreFlags changes flags and keywords (RFC 9051 §6.4.6). Only messages
+// whose flags really change get a new MODSEQ; they are returned.
+func (s *Store) StoreFlags(ctx context.Context, mailboxID int64, uids store.UIDSet, op store.FlagOp, flags store.Flags, keywords []string) ([]store.FlagUpdate, error) {
+	if op != store.FlagsAdd && op != store.FlagsRemove && op != store.FlagsReplace {
+		return nil, fmt.Errorf("flag operation %d: %w", op, store.ErrInvalid)
+	}
+	kws, err := normKeywords(keywords)
+	if err != nil {
+		return nil, err
+	}
+	flags &= allFlags
+	var out []store.FlagUpdate
+	err = s.write(ctx, func(w *wtx) error {
+		out = nil
+		mb, err := mailboxByID(w, mailboxID)
+		if err != nil {
+			return err
+		}
+		rows, err := mailRows(w, mailboxID, uids)
+		if err != nil {
+			return err
+		}
+		var ms uint64
+		for _, r := range rows {
+			nf := r.flags
+			switch op {
+			case store.FlagsAdd:
+				nf |= flags
+			case store.FlagsRemove:
+				nf &^= flags
+			case store.FlagsReplace:
+				nf = flags
+			}
+			nk := mergeKeywords(r.keywords, op, kws)
+			if nf == r.flags && joinKeywords(nk) == joinKeywords(r.keywords) {
+				continue
+			}
+			if ms == 0 {
+				if ms, err = nextModSeq(w, mailboxID); err != nil {
+					return err
+				}
+			}
+			if _, err := w.exec("UPDATE mail SET flags = ?, keywords = ?, modseq = ? WHERE mailbox_id = ? AND uid = ?",
+				nf, joinKeywords(nk), ms, mailboxID, r.uid); err != nil {
+				return fmt.Errorf("update flags: %w", err)
+			}
+			out = append(out, store.FlagUpdate{UID: r.uid, ModSeq: ms, Flags: nf, Keywords: nk})
+		}
+		if len(out) > 0 {
+			w.publish(mb.AccountID, mailboxID)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// copyMail copies rows into dst with new UIDs in source-UID order, one
+// new MODSEQ in dst, and bumps the blob reference counts.
+func copyMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, error) {
+	res := store.CopyResult{UIDValidity: dst.UIDValidity}
+	if len(rows) == 0 {
+		return res, nil
+	}
+	first, err := takeUIDs(w, dst.ID, len(rows))
+	if err != nil {
+		return res, err
+	}
+	ms, err := nextModSeq(w, dst.ID)
+	if err != nil {
+		return res, err
+	}
+	for i, r := range rows {
+		uid := first + uint32(i)
+		if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			dst.ID, uid, ms, r.flags, joinKeywords(r.keywords), r.idate, r.blobID); err != nil {
+			return res, fmt.Errorf("copy message: %w", err)
+		}
+		if _, err := w.exec("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", r.blobID); err != nil {
+			return res, fmt.Errorf("copy message: %w", err)
+		}
+		res.SourceUIDs = append(res.SourceUIDs, r.uid)
+		res.DestUIDs = append(res.DestUIDs, uid)
+	}
+	w.publish(dst.AccountID, dst.ID)
+	return res, nil
+}
+
+// expungeMail deletes rows from a mailbox, writes tombstones with one new
+// MODSEQ (RFC 7162 §3.2.10 VANISHED needs them) and releases the blobs.
+func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ms, err := nextModSeq(w, mb.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := w.exec("DELETE FROM mail WHERE mailbox_id = ? AND uid = ?", mb.ID, r.uid); err != nil {
+			return fmt.Errorf("expunge: %w", err)
+		}
+		if _, err := w.exec("INSERT OR REPLACE INTO expunged (mailbox_id, uid, modseq) VALUES (?, ?, ?)", mb.ID, r.uid, ms); err != nil {
+			return fmt.Errorf("expunge tombstone: %w", err)
+		}
+		if _, err := w.exec("UPDATE blobs SET refcount = refcount - 1 WHERE id = ?", r.blobID); err != nil {
+			return fmt.Errorf("expunge: %w", err)
+		}
+	}
+	w.publish(mb.AccountID, mb.ID)
+	return nil
+}
+
+// copyOrMove is Copy and Move: both mailboxes must belong to one account.
+func (s *Store) copyOrMove(ctx context.Context, srcID int64, uids store.UIDSet, dstID int64, move bool) (store.CopyResult, error) {
+	var out store.CopyResult
+	err := s.write(ctx, func(w *wtx) error {
+		out = store.CopyResult{}
+		src, err := mailboxByID(w, srcID)
+		if err != nil {
+			return err
+		}
+		dst, err := mailboxByID(w, dstID)
+		if err != nil {
+			return err
+		}
+		if src.AccountID != dst.AccountID {
+			return fmt.Errorf("copy between accounts: %w", store.ErrInvalid)
+		}
+		rows, err := mailRows(w, srcID, uids)
+		if err != nil {
+			return err
+		}
+		if out, err = copyMail(w, rows, dst); err != nil {
+			return err
+		}
+		if move {
+			return expungeMail(w, src, rows)
+		}
+		return nil
+	})
+	if err == nil && move {
+		s.kickCollector()
+	}
+	return out, err
+}
+
+// Copy copies messages to another mailbox of the same account (RFC 9051
+// §6.4.7, UIDPLUS RFC 4315 COPYUID).
+func (s *Store) Copy(ctx context.Context, srcMailboxID int64, uids store.UIDSet, dstMailboxID int64) (store.CopyResult, error) {
+	return s.copyOrMove(ctx, srcMailboxID, uids, dstMailboxID, false)
+}
+
+// Move is Copy plus expunge of the sources in one transaction (RFC 6851).
+func (s *Store) Move(ctx context.Context, srcMailboxID int64, uids store.UIDSet, dstMailboxID int64) (store.CopyResult, error) {
+	return s.copyOrMove(ctx, srcMailboxID, uids, dstMailboxID, true)
+}
+
+// Expunge removes the messages in uids (all when empty) that have
+// FlagDeleted and returns their UIDs, ascending (RFC 9051 §6.4.3, UID
+// EXPUNGE RFC 4315).
+func (s *Store) Expunge(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]uint32, error) {
+	var out []uint32
+	err := s.write(ctx, func(w *wtx) error {
+		out = nil
+		mb, err := mailboxByID(w, mailboxID)
+		if err != nil {
+			return err
+		}
+		rows, err := mailRows(w, mailboxID, uids)
+		if err != nil {
+			return err
+		}
+		del := rows[:0]
+		for _, r := range rows {
+			if r.flags&store.FlagDeleted != 0 {
+				del = append(del, r)
+				out = append(out, r.uid)
+			}
+		}
+		return expungeMail(w, mb, del)
+	})
+	if err == nil && len(out) > 0 {
+		s.kickCollector()
+	}
+	return out, err
+}

@@ -1,0 +1,176 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// migrations are the schema steps; migrations[i] brings the database from
+// version i to i+1 (PRAGMA user_version). Steps are append-only: never edit
+// a released step, add a new one.
+var migrations = []string{
+	// 1: the initial schema.
+	`
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('directory_version', 1), ('uidvalidity', 0);
+
+CREATE TABLE domains (
+	id   INTEGER PRIMARY KEY,
+	name TEXT NOT NULL UNIQUE
+);
+
+CREATE TABLE accounts (
+	id            INTEGER PRIMARY KEY,
+	address       TEXT NOT NULL UNIQUE,
+	domain_id     INTEGER NOT NULL REFERENCES domains(id),
+	password_hash TEXT NOT NULL DEFAULT '',
+	display_name  TEXT NOT NULL DEFAULT '',
+	disabled      INTEGER NOT NULL DEFAULT 0,
+	created       INTEGER NOT NULL
+);
+CREATE INDEX accounts_domain ON accounts(domain_id);
+
+CREATE TABLE aliases (
+	address   TEXT NOT NULL,
+	target    TEXT NOT NULL,
+	domain_id INTEGER NOT NULL REFERENCES domains(id),
+	PRIMARY KEY (address, target)
+) WITHOUT ROWID;
+CREATE INDEX aliases_domain ON aliases(domain_id);
+
+CREATE TABLE mailboxes (
+	id            INTEGER PRIMARY KEY,
+	account_id    INTEGER NOT NULL REFERENCES accounts(id),
+	name          TEXT NOT NULL,
+	special_use   TEXT NOT NULL DEFAULT '',
+	subscribed    INTEGER NOT NULL DEFAULT 1,
+	uidvalidity   INTEGER NOT NULL,
+	uidnext       INTEGER NOT NULL DEFAULT 1,
+	highestmodseq INTEGER NOT NULL DEFAULT 1,
+	UNIQUE (account_id, name)
+);
+
+CREATE TABLE blobs (
+	id          INTEGER PRIMARY KEY,
+	sha256      TEXT NOT NULL UNIQUE,
+	size        INTEGER NOT NULL,
+	refcount    INTEGER NOT NULL,
+	subject     TEXT NOT NULL DEFAULT '',
+	from_addr   TEXT NOT NULL DEFAULT '',
+	to_addr     TEXT NOT NULL DEFAULT '',
+	cc_addr     TEXT NOT NULL DEFAULT '',
+	bcc_addr    TEXT NOT NULL DEFAULT '',
+	date        INTEGER,            -- Unix seconds of the Date: field, NULL if none
+	date_offset INTEGER NOT NULL DEFAULT 0, -- its zone offset in seconds
+	message_id  TEXT NOT NULL DEFAULT '', -- without <>
+	in_reply_to TEXT NOT NULL DEFAULT '', -- as in the header
+	refs        TEXT NOT NULL DEFAULT '', -- References ids without <>, space separated
+	parsed      BLOB NOT NULL           -- message.Parsed as JSON (envelope, MIME tree)
+);
+CREATE INDEX blobs_refcount0 ON blobs(refcount) WHERE refcount <= 0;
+CREATE INDEX blobs_message_id ON blobs(message_id) WHERE message_id <> '';
+
+CREATE TABLE mail (
+	mailbox_id    INTEGER NOT NULL REFERENCES mailboxes(id),
+	uid           INTEGER NOT NULL,
+	modseq        INTEGER NOT NULL,
+	flags         INTEGER NOT NULL DEFAULT 0,
+	keywords      TEXT NOT NULL DEFAULT '', -- sorted, space separated
+	internal_date INTEGER NOT NULL,         -- Unix seconds
+	blob_id       INTEGER NOT NULL REFERENCES blobs(id),
+	PRIMARY KEY (mailbox_id, uid)
+) WITHOUT ROWID;
+CREATE INDEX mail_modseq ON mail(mailbox_id, modseq);
+CREATE INDEX mail_blob ON mail(blob_id);
+
+CREATE TABLE expunged (
+	mailbox_id INTEGER NOT NULL,
+	uid        INTEGER NOT NULL,
+	modseq     INTEGER NOT NULL,
+	PRIMARY KEY (mailbox_id, uid)
+) WITHOUT ROWID;
+CREATE INDEX expunged_modseq ON expunged(mailbox_id, modseq);
+`,
+}
+
+// migrate brings the schema to len(migrations), snapshotting a non-empty
+// database first. Several processes may race here: the version is read again
+// inside the write transaction, so each step runs once.
+func (s *Store) migrate() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
+	defer cancel()
+	want := len(migrations)
+	var have int
+	if err := retryBusy(ctx, func() error {
+		return s.wdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have)
+	}); err != nil {
+		return fmt.Errorf("sqlite store: read schema version: %w", err)
+	}
+	if have > want {
+		return fmt.Errorf("sqlite store: database schema version %d is newer than this program (%d); upgrade pimail", have, want)
+	}
+	if have == want {
+		return nil
+	}
+	if have > 0 {
+		if err := s.snapshot(ctx, have); err != nil {
+			return err
+		}
+	}
+	err := retryBusy(ctx, func() error {
+		tx, err := s.wdb.BeginTx(ctx, nil) // BEGIN IMMEDIATE
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			return err
+		}
+		for ; v < want; v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migration to version %d: %w", v+1, err)
+			}
+			s.log.Info("schema migrated", "version", v+1)
+		}
+		// PRAGMA does not take bound parameters; want is an int.
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", want)); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite store: migrate schema %d → %d: %w", have, want, err)
+	}
+	return nil
+}
+
+// snapshot writes a consistent copy of the database at version v to
+// DIR/backup/pimail-v<v>-<timestamp>.db before a migration.
+func (s *Store) snapshot(ctx context.Context, v int) error {
+	bdir := filepath.Join(s.dir, "backup")
+	if err := os.MkdirAll(bdir, 0o700); err != nil {
+		return fmt.Errorf("sqlite store: create backup directory: %w", err)
+	}
+	name := filepath.Join(bdir, fmt.Sprintf("pimail-v%d-%s.db", v, time.Now().UTC().Format("20060102T150405.000000000Z")))
+	// VACUUM INTO takes a file name literal; quote it as an SQL string.
+	q := "VACUUM INTO '" + strings.ReplaceAll(name, "'", "''") + "'"
+	if err := retryBusy(ctx, func() error {
+		_, err := s.wdb.ExecContext(ctx, q)
+		return err
+	}); err != nil {
+		return fmt.Errorf("sqlite store: snapshot before migration: %w", err)
+	}
+	if err := syncDir(bdir); err != nil {
+		return fmt.Errorf("sqlite store: snapshot before migration: %w", err)
+	}
+	s.log.Info("database snapshot taken before migration", "path", name, "version", v)
+	return nil
+}

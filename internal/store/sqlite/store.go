@@ -1,0 +1,240 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"pimail/internal/store"
+)
+
+// Options tune a Store. The zero value is a safe default for every field.
+type Options struct {
+	// Logger receives the store's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// ReadConns is the size of the read connection pool; 0 means
+	// max(4, 2*GOMAXPROCS).
+	ReadConns int
+	// BusyTimeout bounds how long a write waits for the database lock held
+	// by another process before it fails; 0 means 30 s.
+	BusyTimeout time.Duration
+	// MaxBatch is the largest number of write requests committed in one
+	// transaction; 0 means 256.
+	MaxBatch int
+	// CollectInterval is how often the background collector removes blobs
+	// that no message references any more; 0 means 1 minute, negative
+	// disables the background collector (Open still collects once).
+	CollectInterval time.Duration
+	// OrphanGrace is the minimum age of a message file without a database
+	// row (or of a temporary file) before it is deleted as an orphan left by
+	// a crash; 0 means 15 minutes. It protects deliveries of other processes
+	// that have written their file but not yet committed.
+	OrphanGrace time.Duration
+	// NoCollect skips the blob collection at Open and the background
+	// collector: for short-lived processes such as admin commands, which
+	// leave that work to the server.
+	NoCollect bool
+}
+
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 30 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.CollectInterval == 0 {
+		o.CollectInterval = time.Minute
+	}
+	if o.OrphanGrace <= 0 {
+		o.OrphanGrace = 15 * time.Minute
+	}
+}
+
+// Store is the SQLite implementation of store.Store.
+type Store struct {
+	dir     string
+	blobDir string
+	opts    Options
+	log     *slog.Logger
+
+	wdb *sql.DB // exactly one connection, used only by the writer goroutine
+	rdb *sql.DB // read-only pool
+
+	jobs    chan *job
+	collect chan struct{} // kicks the collector; capacity 1
+	feed    *feed
+
+	// Group-commit counters: committed batches and the requests in them.
+	batches   atomic.Int64
+	batchJobs atomic.Int64
+
+	ctx       context.Context // cancelled by Close
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeMu   sync.RWMutex // held for reading while a request is being queued
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// errClosed is returned by every method after Close.
+var errClosed = errors.New("sqlite store: closed")
+
+// Open opens (creating if needed) the store in dir: dir/pimail.db and
+// dir/blobs/. It migrates the schema, collects blobs left unreferenced or
+// orphaned by a crash, and starts the writer and the collector.
+func Open(dir string, opts Options) (*Store, error) {
+	opts.setDefaults()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: data directory %q: %w", dir, err)
+	}
+	if strings.ContainsAny(abs, "?#") {
+		return nil, fmt.Errorf("sqlite store: data directory %q: must not contain '?' or '#': %w", abs, store.ErrInvalid)
+	}
+	s := &Store{
+		dir:     abs,
+		blobDir: filepath.Join(abs, "blobs"),
+		opts:    opts,
+		log:     opts.Logger.With("component", "store"),
+		jobs:    make(chan *job, opts.MaxBatch),
+		collect: make(chan struct{}, 1),
+		feed:    newFeed(),
+	}
+	for _, d := range []string{abs, s.blobDir, filepath.Join(s.blobDir, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite store: create %s: %w", d, err)
+		}
+	}
+	if err := s.openDBs(); err != nil {
+		return nil, err
+	}
+	if err := s.migrate(); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.writer()
+
+	if opts.NoCollect {
+		return s, nil
+	}
+	// Recover from a crash before serving: unreferenced blobs and orphan files.
+	if err := s.collectOnce(); err != nil {
+		s.log.Warn("collecting unreferenced blobs at open", "err", err)
+	}
+	if err := s.collectOrphans(); err != nil {
+		s.log.Warn("collecting orphan blob files at open", "err", err)
+	}
+	if opts.CollectInterval > 0 {
+		s.wg.Add(1)
+		go s.collector()
+	}
+	return s, nil
+}
+
+// dsn builds a connection string for the database file with pragmas that
+// every connection runs when it is opened.
+func (s *Store) dsn(readOnly bool) string {
+	busy := s.opts.BusyTimeout.Milliseconds()
+	if busy > 5000 {
+		busy = 5000 // the writer retries on top of this, see runBatch
+	}
+	p := filepath.Join(s.dir, "pimail.db") +
+		fmt.Sprintf("?_pragma=busy_timeout(%d)", busy) +
+		"&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(FULL)"
+	if readOnly {
+		p += "&_pragma=query_only(1)"
+	} else {
+		p += "&_pragma=journal_mode(WAL)&_txlock=immediate"
+	}
+	return p
+}
+
+func (s *Store) openDBs() error {
+	var err error
+	// The write connection comes first: it switches the file to WAL.
+	s.wdb, err = sql.Open("sqlite", s.dsn(false))
+	if err != nil {
+		return fmt.Errorf("sqlite store: open database: %w", err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
+	defer cancel()
+	var mode string
+	if err := retryBusy(ctx, func() error {
+		return s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+	}); err != nil {
+		s.wdb.Close()
+		return fmt.Errorf("sqlite store: open database: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		s.wdb.Close()
+		return fmt.Errorf("sqlite store: journal mode is %q, want wal", mode)
+	}
+	s.rdb, err = sql.Open("sqlite", s.dsn(true))
+	if err != nil {
+		s.wdb.Close()
+		return fmt.Errorf("sqlite store: open read pool: %w", err)
+	}
+	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
+	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
+	return nil
+}
+
+func (s *Store) closeDBs() error {
+	var errs []error
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the writer and the collector after the queued writes are done,
+// closes every change-feed subscription and the database.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeMu.Lock()
+		s.closed = true
+		close(s.jobs) // no sender can be inside submit now
+		s.closeMu.Unlock()
+		s.cancel()
+		s.wg.Wait()
+		s.feed.closeAll()
+		if err := s.closeDBs(); err != nil {
+			s.closeErr = fmt.Errorf("sqlite store: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// Dir returns the data directory.
+func (s *Store) Dir() string { return s.dir }
