@@ -17,18 +17,22 @@ type command struct {
 	run     func(args []string) error
 }
 
-var commands map[string]command
+// commands holds every subcommand; files of this package add theirs in
+// their init functions with register.
+var commands = map[string]command{}
+
+func register(name, summary string, run func(args []string) error) {
+	commands[name] = command{summary, run}
+}
 
 func init() {
-	commands = map[string]command{
-		"serve":      {"run the mail server from a configuration file and flags", cmdServe},
-		"localserve": {"start a ready-to-use server on localhost (quick start)", cmdLocalserve},
-		"domain":     {"add, list or remove mail domains", cmdDomain},
-		"account":    {"add, list, remove accounts or set passwords", cmdAccount},
-		"alias":      {"add, list or remove aliases and catch-alls", cmdAlias},
-		"config":     {"print an example configuration file with every default", cmdConfig},
-		"help":       {"show help for a command", cmdHelp},
-	}
+	register("serve", "run the mail server from a configuration file and flags", cmdServe)
+	register("localserve", "start a ready-to-use server on localhost (quick start)", cmdLocalserve)
+	register("domain", "add, list or remove mail domains", cmdDomain)
+	register("account", "add, list, remove accounts or set passwords", cmdAccount)
+	register("alias", "add, list or remove aliases and catch-alls", cmdAlias)
+	register("config", "print an example configuration file with every default", cmdConfig)
+	register("help", "show help for a command", cmdHelp)
 }
 
 func main() {
