@@ -127,6 +127,8 @@ every listener is on loopback. Nothing here is for the internet: see
 		SMTP:  "127.0.0.1:2525",
 		IMAP:  "127.0.0.1:1143",
 		IMAPS: "127.0.0.1:1993",
+		POP3:  "127.0.0.1:1110",
+		POP3S: "127.0.0.1:1995",
 	}
 	cfg.TLS = config.TLS{SelfSigned: true}
 	pw, err := ensureLocalAccount(cfg.Data)
@@ -142,10 +144,11 @@ pimail is running on localhost.
 
   send mail: SMTP  %s   (no TLS needed on loopback)
   read mail: IMAP  %s   (STARTTLS optional)  IMAPS %s (self-signed)
+             POP3  %s   POP3S %s
 
   try:  swaks --server %s --to %s
   data: %s    stop with Ctrl-C
-`, localAccount, pw, addrs["smtp"], addrs["imap"], addrs["imaps"], addrs["smtp"], localAccount, cfg.Data)
+`, localAccount, pw, addrs["smtp"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["smtp"], localAccount, cfg.Data)
 	})
 }
 

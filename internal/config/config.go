@@ -29,6 +29,7 @@ type Config struct {
 	TLS    TLS    `toml:"tls"`
 	SMTP   SMTP   `toml:"smtp"`
 	IMAP   IMAP   `toml:"imap"`
+	POP3   POP3   `toml:"pop3"`
 	Log    Log    `toml:"log"`
 }
 
@@ -73,6 +74,16 @@ type IMAP struct {
 	// Logins over loopback are always allowed without TLS.
 	AllowInsecureAuth bool     `toml:"allow_insecure_auth"`
 	IdleTimeout       Duration `toml:"idle_timeout"` // RFC 9051 §5.4: at least 30 minutes
+}
+
+// POP3 limits.
+type POP3 struct {
+	// AllowInsecureAuth lets clients log in without TLS from any address.
+	// Logins over loopback are always allowed without TLS.
+	AllowInsecureAuth bool     `toml:"allow_insecure_auth"`
+	MaxLineLength     int      `toml:"max_line_length"` // bytes of one command line
+	IdleTimeout       Duration `toml:"idle_timeout"`    // RFC 1939 §3: at least 10 minutes
+	MaxErrors         int      `toml:"max_errors"`      // invalid commands before the session is closed
 }
 
 // Log settings.
@@ -131,6 +142,11 @@ func Default() Config {
 			MaxLineLength:  64 << 10,
 			IdleTimeout:    Duration{30 * time.Minute},
 		},
+		POP3: POP3{
+			MaxLineLength: 4096,
+			IdleTimeout:   Duration{10 * time.Minute},
+			MaxErrors:     10,
+		},
 		Log: Log{Level: "info", Format: "text"},
 	}
 }
@@ -168,6 +184,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: imap.max_literal_size must be positive")
 	case c.IMAP.MaxLineLength < 1024:
 		return fmt.Errorf("config: imap.max_line_length must be at least 1024")
+	case c.POP3.MaxLineLength < 512:
+		return fmt.Errorf("config: pop3.max_line_length must be at least 512")
+	case c.POP3.IdleTimeout.Duration < 10*time.Minute:
+		return fmt.Errorf("config: pop3.idle_timeout must be at least 10m (RFC 1939 §3)")
 	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
 		return fmt.Errorf("config: tls.cert_file and tls.key_file go together")
 	}

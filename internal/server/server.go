@@ -19,6 +19,7 @@ import (
 	"pimail/internal/delivery"
 	"pimail/internal/directory"
 	"pimail/internal/imapd"
+	"pimail/internal/pop3d"
 	"pimail/internal/smtpd"
 	"pimail/internal/store"
 )
@@ -77,12 +78,23 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		MaxLiteralSize:    cfg.IMAP.MaxLiteralSize,
 		IdleTimeout:       cfg.IMAP.IdleTimeout.Duration,
 	}
-	imapSrv := imapd.New(imapCfg, st, auth.New(st, logger), logger.With("proto", "imap"))
+	authn := auth.New(st, logger) // one instance: failed logins count across protocols
+	imapSrv := imapd.New(imapCfg, st, authn, logger.With("proto", "imap"))
+	pop3Srv := pop3d.New(pop3d.Config{
+		Hostname:          cfg.Hostname,
+		TLS:               tlsConf,
+		AllowInsecureAuth: cfg.POP3.AllowInsecureAuth,
+		MaxLineLength:     cfg.POP3.MaxLineLength,
+		IdleTimeout:       cfg.POP3.IdleTimeout.Duration,
+		MaxErrors:         cfg.POP3.MaxErrors,
+	}, st, authn, logger.With("proto", "pop3"))
 
 	lns := []*listener{
 		{name: "smtp", addr: cfg.Listen.SMTP, srv: smtpSrv},
 		{name: "imap", addr: cfg.Listen.IMAP, srv: imapSrv},
 		{name: "imaps", addr: cfg.Listen.IMAPS, srv: imapSrv, tls: true},
+		{name: "pop3", addr: cfg.Listen.POP3, srv: pop3Srv},
+		{name: "pop3s", addr: cfg.Listen.POP3S, srv: pop3Srv, tls: true},
 	}
 	for _, name := range notYet(cfg.Listen) {
 		logger.Info("listener not available in this version, ignored", "listener", name)
@@ -96,6 +108,7 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		}
 		smtpSrv.Close()
 		imapSrv.Close()
+		pop3Srv.Close()
 	}()
 	addrs := map[string]string{}
 	for _, l := range lns {
@@ -145,7 +158,7 @@ func notYet(l config.Listen) []string {
 	var names []string
 	for _, c := range [][2]string{
 		{"submission", l.Submission}, {"submissions", l.Submissions},
-		{"pop3", l.POP3}, {"pop3s", l.POP3S}, {"http", l.HTTP}, {"https", l.HTTPS},
+		{"http", l.HTTP}, {"https", l.HTTPS},
 	} {
 		if strings.TrimSpace(c[1]) != "" {
 			names = append(names, c[0])

@@ -1,0 +1,238 @@
+package pop3d
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"pimail/internal/auth"
+)
+
+// plainAuthAllowed is the project's rule for sending passwords: over TLS,
+// from a loopback address (nothing crosses a network), or anywhere when
+// the administrator allows insecure authentication.
+func plainAuthAllowed(secure, allowInsecure bool, remoteIP string) bool {
+	if secure || allowInsecure {
+		return true
+	}
+	ip, err := netip.ParseAddr(remoteIP)
+	if err != nil {
+		return false
+	}
+	return ip.Unmap().IsLoopback()
+}
+
+func (s *session) authAllowed() bool {
+	return plainAuthAllowed(s.tls, s.srv.cfg.AllowInsecureAuth, s.remoteIP)
+}
+
+// msgPrivacy refuses a login without TLS. Like other POP3 servers it uses
+// [AUTH] (RFC 3206 §4): retrying the same way will not work.
+const msgPrivacy = "-ERR [AUTH] plain-text authentication requires TLS; use STLS"
+
+// cmdCapa lists the capabilities of the current state (RFC 2449 §5).
+func cmdCapa(s *session, arg string) error {
+	if arg != "" {
+		return s.invalid("-ERR CAPA takes no arguments")
+	}
+	s.reply("+OK capability list follows")
+	for _, c := range s.capabilities() {
+		s.reply(c)
+	}
+	s.reply(".")
+	return nil
+}
+
+func (s *session) capabilities() []string {
+	caps := []string{"TOP", "UIDL", "RESP-CODES", "AUTH-RESP-CODE", "PIPELINING"}
+	if s.state == stateAuthorization {
+		if s.authAllowed() {
+			caps = append(caps, "USER", "SASL PLAIN")
+		}
+		if s.srv.cfg.TLS != nil && !s.tls {
+			caps = append(caps, "STLS")
+		}
+	}
+	return append(caps, "IMPLEMENTATION pimail")
+}
+
+// cmdStls starts TLS (RFC 2595 §4).
+func cmdStls(s *session, arg string) error {
+	if arg != "" {
+		return s.invalid("-ERR STLS takes no arguments")
+	}
+	if s.srv.cfg.TLS == nil {
+		return s.invalid("-ERR STLS not available")
+	}
+	if s.tls {
+		return s.invalid("-ERR already using TLS")
+	}
+	s.reply("+OK begin TLS negotiation")
+	if err := s.flush(); err != nil {
+		return err
+	}
+	tc := tls.Server(s.conn, s.srv.cfg.TLS)
+	_ = tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if err := tc.HandshakeContext(s.ctx); err != nil {
+		s.log.Info("pop3 tls handshake failed", "err", err)
+		s.state = stateDone
+		return nil
+	}
+	_ = tc.SetDeadline(time.Time{})
+	s.conn = tc
+	s.tls = true
+	// Whatever the client sent after STLS before the handshake was not
+	// protected: the reader is reset so that it is discarded, and so is
+	// any USER name given before (RFC 2595 §4; the client must also
+	// forget the capabilities learnt before TLS).
+	s.r.reset(tc)
+	s.user = ""
+	return nil
+}
+
+// cmdUser names the mailbox for PASS (RFC 1939 §7).
+func cmdUser(s *session, arg string) error {
+	if !s.authAllowed() {
+		return s.invalid(msgPrivacy)
+	}
+	if arg == "" || strings.ContainsAny(arg, " \t") {
+		return s.invalid("-ERR USER needs one argument")
+	}
+	s.user = arg
+	// The answer does not tell whether the user exists.
+	s.reply("+OK send PASS")
+	return nil
+}
+
+// cmdPass checks the password for the name given by USER (RFC 1939 §7).
+// The whole rest of the line is the password: it may contain spaces.
+func cmdPass(s *session, arg string) error {
+	if !s.authAllowed() {
+		return s.invalid(msgPrivacy)
+	}
+	if s.user == "" {
+		return s.invalid("-ERR USER first")
+	}
+	user := s.user
+	s.user = ""
+	s.login(user, arg)
+	return nil
+}
+
+// cmdAuth implements AUTH (RFC 5034 §4) with the PLAIN mechanism (RFC
+// 4616), with or without an initial response. "AUTH" alone lists the
+// mechanisms, as clients written for RFC 1734 expect.
+func cmdAuth(s *session, arg string) error {
+	if arg == "" {
+		s.reply("+OK supported mechanisms follow")
+		if s.authAllowed() {
+			s.reply("PLAIN")
+		}
+		s.reply(".")
+		return nil
+	}
+	mech, initial, hasInitial := strings.Cut(arg, " ")
+	if !strings.EqualFold(mech, "PLAIN") {
+		return s.invalid("-ERR unrecognized authentication type")
+	}
+	if !s.authAllowed() {
+		return s.invalid(msgPrivacy)
+	}
+	s.user = ""
+	resp := initial
+	switch {
+	case hasInitial && initial == "=":
+		resp = "" // RFC 5034 §4: "=" is an empty initial response
+	case !hasInitial:
+		// RFC 5034 §4: an empty challenge, then the client's response.
+		s.reply("+ ")
+		if err := s.flush(); err != nil {
+			return err
+		}
+		_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
+		line, err := s.r.readLine()
+		if errors.Is(err, errLineTooLong) {
+			return s.invalid("-ERR authentication response too long")
+		}
+		if err != nil {
+			return err
+		}
+		if line == "*" {
+			s.reply("-ERR authentication cancelled")
+			return nil
+		}
+		resp = line
+	}
+	raw, err := base64.StdEncoding.DecodeString(resp)
+	if err != nil {
+		return s.invalid("-ERR invalid base64 in authentication response")
+	}
+	// RFC 4616 §2: [authzid] NUL authcid NUL passwd.
+	parts := bytes.Split(raw, []byte{0})
+	if len(parts) != 3 || len(parts[1]) == 0 {
+		return s.invalid("-ERR invalid PLAIN response")
+	}
+	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
+	if authz != "" && !strings.EqualFold(authz, user) {
+		s.failed++
+		s.reply("-ERR [AUTH] cannot act as another user")
+		return nil
+	}
+	s.login(user, pass)
+	return nil
+}
+
+// login checks the credentials, locks the maildrop and takes its
+// snapshot, entering the TRANSACTION state (RFC 1939 §4). It queues the
+// response.
+func (s *session) login(user, pass string) {
+	if s.srv.authn == nil {
+		s.reply("-ERR [SYS/TEMP] authentication is not available")
+		return
+	}
+	acct, err := s.srv.authn.Authenticate(s.ctx, user, pass, s.remoteIP)
+	if err != nil {
+		s.failed++
+		s.log.Info("pop3 authentication failed", "user", user, "err", err)
+		switch {
+		case errors.Is(err, auth.ErrRateLimited):
+			// Temporary: a later attempt may succeed (RFC 3206 §4).
+			s.reply("-ERR [SYS/TEMP] too many failed logins, try again later")
+		case errors.Is(err, auth.ErrInvalidCredentials):
+			s.reply("-ERR [AUTH] authentication failed")
+		default:
+			// The store or the server failed, not the credentials.
+			s.reply("-ERR [SYS/TEMP] authentication is temporarily unavailable")
+		}
+		return
+	}
+	// RFC 2449 §8.1.1: [IN-USE] when another session holds the maildrop.
+	if !s.srv.locks.acquire(acct.ID) {
+		s.log.Info("pop3 maildrop in use", "account", acct.Address)
+		s.reply("-ERR [IN-USE] maildrop already locked by another session")
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, storeTimeout)
+	defer cancel()
+	drop, err := loadMaildrop(ctx, s.srv.st, acct.ID)
+	if err != nil {
+		s.srv.locks.release(acct.ID)
+		s.log.Error("pop3 opening maildrop", "account", acct.Address, "err", err)
+		s.reply("-ERR [SYS/TEMP] cannot open maildrop, try again later")
+		return
+	}
+	s.acct = acct
+	s.drop = drop
+	s.state = stateTransaction
+	s.failed = 0
+	s.log = s.log.With("account", acct.Address)
+	n, size := drop.stat()
+	s.log.Info("pop3 login", "messages", n)
+	s.reply(fmt.Sprintf("+OK maildrop locked and ready (%d messages, %d octets)", n, size))
+}

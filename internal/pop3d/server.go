@@ -1,0 +1,261 @@
+// Package pop3d is pimail's POP3 server (RFC 1939) with the extension
+// mechanism of RFC 2449 (CAPA, response codes, PIPELINING, TOP, UIDL),
+// STLS (RFC 2595), SASL PLAIN (RFC 5034, RFC 4616) and the [AUTH] and
+// [SYS/TEMP] response codes (RFC 3206).
+//
+// POP3 serves the INBOX of an account only. At login the session takes an
+// in-process lock on the account's maildrop (a second session gets
+// "-ERR [IN-USE]") and a snapshot of the INBOX: messages that arrive later
+// are shown in the next session. DELE only marks; the deletions are
+// applied (flag \Deleted, then expunge of exactly those UIDs) when the
+// client sends QUIT, in the UPDATE state of RFC 1939 §6.
+package pop3d
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"pimail/internal/store"
+)
+
+// Authenticator checks a user's password (internal/auth implements it).
+type Authenticator interface {
+	Authenticate(ctx context.Context, username, password, remoteIP string) (store.Account, error)
+}
+
+// Defaults for zero Config fields.
+const (
+	// DefaultMaxLineLength bounds a command line. RFC 2449 §4 limits
+	// commands to 255 octets, but SASL responses (RFC 5034 §4) can be
+	// longer, so the default leaves room for long credentials.
+	DefaultMaxLineLength = 4096
+	// DefaultIdleTimeout is the autologout timer; RFC 1939 §3 requires at
+	// least 10 minutes.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultWriteTimeout bounds one write to a client (a slow reader of
+	// RETR holds the maildrop lock no longer than this per buffer).
+	DefaultWriteTimeout = 5 * time.Minute
+	// DefaultMaxErrors is how many invalid commands a session may send
+	// before it is closed.
+	DefaultMaxErrors = 10
+	// maxAuthFailures ends a session after that many failed logins.
+	maxAuthFailures = 3
+	// maxPreAuthCommands ends a session that sends that many commands
+	// without logging in (DESIGN: nothing expensive before trust).
+	maxPreAuthCommands = 30
+	// storeTimeout bounds the store calls of one command.
+	storeTimeout = time.Minute
+	// handshakeTimeout bounds the STLS handshake.
+	handshakeTimeout = time.Minute
+)
+
+// Config configures the POP3 server; the zero value is usable.
+type Config struct {
+	// Hostname appears in the greeting; default "localhost".
+	Hostname string
+	// TLS enables STLS (RFC 2595 §4) when non-nil. Implicit TLS (port
+	// 995) is done by the caller wrapping the listener with
+	// tls.NewListener; such sessions count as secure.
+	TLS *tls.Config
+	// AllowInsecureAuth allows USER/PASS and AUTH without TLS from any
+	// address. Without it they are allowed without TLS only from loopback
+	// addresses (127.0.0.0/8, ::1).
+	AllowInsecureAuth bool
+	// MaxLineLength bounds one command line in bytes; longer lines are
+	// discarded without being buffered and answered with -ERR.
+	MaxLineLength int
+	// IdleTimeout closes a session that sends nothing for this long,
+	// without entering the UPDATE state (RFC 1939 §3). RFC 1939 requires
+	// at least 10 minutes; smaller values are honoured (for tests) but
+	// should not be configured.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write to the client.
+	WriteTimeout time.Duration
+	// MaxErrors is the number of invalid commands (unknown, malformed,
+	// wrong state, too long) after which a session is closed.
+	MaxErrors int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Hostname == "" {
+		c.Hostname = "localhost"
+	}
+	if c.MaxLineLength <= 0 {
+		c.MaxLineLength = DefaultMaxLineLength
+	}
+	// A line must at least hold the longest RFC 2449 command.
+	c.MaxLineLength = max(c.MaxLineLength, 255)
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.MaxErrors <= 0 {
+		c.MaxErrors = DefaultMaxErrors
+	}
+	return c
+}
+
+// Server serves POP3 on any number of listeners.
+type Server struct {
+	cfg    Config
+	st     store.Store
+	authn  Authenticator
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	locks  *lockTable
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
+}
+
+// New returns a server; call Serve for each listener.
+func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:       cfg.withDefaults(),
+		st:        st,
+		authn:     authn,
+		log:       logger,
+		ctx:       ctx,
+		cancel:    cancel,
+		locks:     newLockTable(),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[net.Conn]struct{}{},
+	}
+}
+
+// Serve accepts connections on ln until Close, one goroutine per
+// connection. It returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("pop3 accept: %w", err)
+		}
+		delay = 0
+		if !s.track(c) {
+			c.Close()
+			return nil
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(c)
+			newSession(s, c).run()
+		}()
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+// Close stops all listeners and ends all sessions (without applying their
+// deletions: only QUIT does), then waits, bounded, for the session
+// goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		s.log.Warn("pop3 sessions still running after close")
+	}
+	return nil
+}
+
+// lockTable holds the maildrop locks of the sessions in this process
+// (RFC 1939 §4: the server acquires an exclusive-access lock on the
+// maildrop when it enters the TRANSACTION state).
+type lockTable struct {
+	mu   sync.Mutex
+	held map[int64]struct{}
+}
+
+func newLockTable() *lockTable { return &lockTable{held: map[int64]struct{}{}} }
+
+// acquire takes the lock of an account's maildrop; false when held.
+func (t *lockTable) acquire(accountID int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.held[accountID]; ok {
+		return false
+	}
+	t.held[accountID] = struct{}{}
+	return true
+}
+
+func (t *lockTable) release(accountID int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.held, accountID)
+}
