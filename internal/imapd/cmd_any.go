@@ -24,7 +24,9 @@ func (s *session) capabilities() string {
 	}
 	caps = append(caps, "LITERAL+", "ID", "ENABLE", "IDLE", "NAMESPACE", "UNSELECT", "UIDPLUS",
 		"MOVE", "CHILDREN", "SPECIAL-USE", "LIST-EXTENDED", "LIST-STATUS", "ESEARCH",
-		"STATUS=SIZE", "BINARY", "UTF8=ACCEPT",
+		"STATUS=SIZE", "BINARY", "UTF8=ACCEPT", "CONDSTORE", "QRESYNC", "SEARCHRES",
+		"SORT", "SORT=DISPLAY", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",
+		"COMPRESS=DEFLATE", "CREATE-SPECIAL-USE", "QUOTA",
 		"APPENDLIMIT="+strconv.FormatInt(s.srv.cfg.MaxLiteralSize, 10))
 	return strings.Join(caps, " ")
 }
@@ -91,7 +93,8 @@ func cmdID(s *session, cmd *command) (string, string, error) {
 	return "", "", nil
 }
 
-// cmdEnable implements ENABLE (RFC 5161, RFC 9051 §6.3.1).
+// cmdEnable implements ENABLE (RFC 5161, RFC 9051 §6.3.1) for IMAP4rev2,
+// UTF8=ACCEPT, CONDSTORE and QRESYNC (RFC 7162 §3.1, §3.2.3).
 func cmdEnable(s *session, cmd *command) (string, string, error) {
 	if len(cmd.args) == 0 {
 		return "", "", bad("ENABLE needs a capability")
@@ -106,6 +109,18 @@ func cmdEnable(s *session, cmd *command) (string, string, error) {
 			if !s.rev2 {
 				s.rev2 = true
 				enabled = append(enabled, "IMAP4rev2")
+			}
+		case "CONDSTORE":
+			if !s.condstore {
+				s.enableCondStore()
+				enabled = append(enabled, "CONDSTORE")
+			}
+		case "QRESYNC":
+			// RFC 7162 §3.2.3: QRESYNC implies CONDSTORE.
+			if !s.qresync {
+				s.qresync = true
+				s.enableCondStore()
+				enabled = append(enabled, "QRESYNC")
 			}
 		case "UTF8=ACCEPT":
 			if !s.utf8 {

@@ -16,15 +16,21 @@ type fetchPlan struct {
 	parsed  bool // MIME structure or envelope
 	blob    bool // message bytes
 	setSeen bool // a non-PEEK body fetch (RFC 9051 §6.4.5)
+	// changedSince, when set, limits the answer to messages with a
+	// greater MODSEQ (RFC 7162 §3.1.4).
+	changedSince    uint64
+	hasChangedSince bool
 }
 
-func planFetch(atts []imapwire.FetchAtt, uid bool) fetchPlan {
-	p := fetchPlan{}
-	hasUID := false
+func planFetch(atts []imapwire.FetchAtt, uid bool, mods imapwire.FetchModifiers) fetchPlan {
+	p := fetchPlan{changedSince: mods.ChangedSince, hasChangedSince: mods.HasChangedSince}
+	hasUID, hasModSeq := false, false
 	for _, a := range atts {
 		switch a.Name {
 		case "UID":
 			hasUID = true
+		case "MODSEQ":
+			hasModSeq = true
 		case "ENVELOPE", "BODY", "BODYSTRUCTURE":
 			p.parsed = true
 		case "RFC822", "RFC822.TEXT":
@@ -45,17 +51,31 @@ func planFetch(atts []imapwire.FetchAtt, uid bool) fetchPlan {
 	if uid && !hasUID {
 		atts = append([]imapwire.FetchAtt{{Name: "UID"}}, atts...)
 	}
+	// RFC 7162 §3.1.4: CHANGEDSINCE implies the MODSEQ data item.
+	if mods.HasChangedSince && !hasModSeq {
+		atts = append(atts, imapwire.FetchAtt{Name: "MODSEQ"})
+	}
 	p.atts = atts
 	return p
 }
 
-// cmdFetch implements FETCH and UID FETCH (RFC 9051 §6.4.5, §6.4.8).
+// cmdFetch implements FETCH and UID FETCH (RFC 9051 §6.4.5, §6.4.8) with
+// the CHANGEDSINCE and VANISHED modifiers (RFC 7162 §3.1.4, §3.2.6).
 func cmdFetch(s *session, cmd *command) (string, string, error) {
-	if len(cmd.args) != 2 || cmd.args[0].Kind != imapwire.KindAtom {
-		if len(cmd.args) == 3 {
-			return "", "", bad("FETCH modifiers are not supported")
-		}
+	if (len(cmd.args) != 2 && len(cmd.args) != 3) || cmd.args[0].Kind != imapwire.KindAtom {
 		return "", "", bad("FETCH needs a set and attributes")
+	}
+	var mods imapwire.FetchModifiers
+	if len(cmd.args) == 3 {
+		var err error
+		if mods, err = imapwire.ParseFetchModifiers(cmd.args[2]); err != nil {
+			return "", "", bad("invalid FETCH modifiers")
+		}
+		// RFC 7162 §3.2.6: VANISHED needs UID FETCH, CHANGEDSINCE and
+		// an enabled QRESYNC.
+		if mods.Vanished && (!cmd.uid || !mods.HasChangedSince || !s.qresync) {
+			return "", "", bad("VANISHED needs UID FETCH with CHANGEDSINCE and QRESYNC enabled")
+		}
 	}
 	set, err := imapwire.ParseSeqSet(cmd.args[0].Str)
 	if err != nil {
@@ -70,9 +90,21 @@ func cmdFetch(s *session, cmd *command) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	plan := planFetch(atts, cmd.uid)
+	plan := planFetch(atts, cmd.uid, mods)
 	if v.readOnly {
 		plan.setSeen = false
+	}
+	for _, a := range plan.atts {
+		if a.Name == "MODSEQ" {
+			s.enableCondStore() // RFC 7162 §3.1: a CONDSTORE enabling command
+		}
+	}
+	if mods.Vanished {
+		ch, err := s.srv.st.Changes(s.ctx, v.mb.ID, mods.ChangedSince)
+		if err != nil {
+			return "", "", fmt.Errorf("fetch vanished: %w", err)
+		}
+		s.writeVanishedEarlier(ch.Expunged, &set)
 	}
 	for start := 0; start < len(idx); start += fetchChunk {
 		chunk := idx[start:min(start+fetchChunk, len(idx))]
@@ -95,6 +127,9 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan) error {
 	}
 	byUID := make(map[uint32]*store.MessageMeta, len(metas))
 	for i := range metas {
+		if plan.hasChangedSince && metas[i].ModSeq <= plan.changedSince {
+			continue
+		}
 		byUID[metas[i].UID] = &metas[i]
 	}
 	// Set \Seen first so that the FLAGS we send are the new ones.
@@ -118,10 +153,10 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan) error {
 			v.dirty = true
 			for _, u := range ups {
 				if m := byUID[u.UID]; m != nil {
-					m.Flags, m.Keywords = u.Flags, u.Keywords
+					m.Flags, m.Keywords, m.ModSeq = u.Flags, u.Keywords, u.ModSeq
 				}
 				if i, ok := v.index(u.UID); ok {
-					v.flags[i] = msgFlags{u.Flags, u.Keywords}
+					v.flags[i] = msgFlags{u.Flags, u.Keywords, u.ModSeq}
 				}
 				seenNow[u.UID] = true
 			}
@@ -149,7 +184,7 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 	v := s.sel
 	w := s.w
 	w.Raw("* ").Int(int64(i + 1)).Raw(" FETCH (")
-	flagsSent := false
+	flagsSent, uidSent, modseqSent := false, false, false
 	for n, a := range plan.atts {
 		if n > 0 {
 			w.SP()
@@ -157,9 +192,10 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 		switch a.Name {
 		case "UID":
 			w.Raw("UID ").Number(uint64(m.UID))
+			uidSent = true
 		case "FLAGS":
 			w.Raw("FLAGS ")
-			s.writeFlags(msgFlags{m.Flags, m.Keywords}, v.recent[m.UID])
+			s.writeFlags(msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
 			flagsSent = true
 		case "INTERNALDATE":
 			w.Raw("INTERNALDATE \"").Raw(imapwire.FormatDateTime(m.InternalDate)).Raw("\"")
@@ -167,6 +203,7 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 			w.Raw("RFC822.SIZE ").Int(m.Size)
 		case "MODSEQ":
 			w.Raw("MODSEQ (").Number(m.ModSeq).Raw(")")
+			modseqSent = true
 		case "ENVELOPE":
 			w.Raw("ENVELOPE ")
 			s.writeEnvelope(envelopeOf(m))
@@ -190,7 +227,16 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 	if seenNow && !flagsSent {
 		// RFC 9051 §6.4.5: the implicit \Seen change is reported.
 		w.Raw(" FLAGS ")
-		s.writeFlags(msgFlags{m.Flags, m.Keywords}, v.recent[m.UID])
+		s.writeFlags(msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
+	}
+	if seenNow && s.condstore {
+		// RFC 7162 §3.1: a flag change carries UID and MODSEQ.
+		if !uidSent {
+			w.Raw(" UID ").Number(uint64(m.UID))
+		}
+		if !modseqSent {
+			w.Raw(" MODSEQ (").Number(m.ModSeq).Byte(')')
+		}
 	}
 	w.Raw(")").CRLF()
 }

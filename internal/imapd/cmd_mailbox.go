@@ -3,6 +3,7 @@ package imapd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"pimail/internal/imapwire"
@@ -25,6 +26,12 @@ func cmdCreate(s *session, cmd *command) (string, string, error) {
 	if name == "INBOX" {
 		return "", "", no("ALREADYEXISTS", "INBOX always exists")
 	}
+	use := store.SpecialNone
+	if len(cmd.args) == 2 {
+		if use, err = parseCreateUse(cmd.args[1]); err != nil {
+			return "", "", err
+		}
+	}
 	levels := strings.Split(name, sep)
 	for i := 1; i < len(levels); i++ {
 		parent := strings.Join(levels[:i], sep)
@@ -36,10 +43,36 @@ func cmdCreate(s *session, cmd *command) (string, string, error) {
 			return "", "", storeErr(err, "parent mailbox")
 		}
 	}
-	if _, err := s.srv.st.CreateMailbox(s.ctx, s.acct.ID, name, store.SpecialNone); err != nil {
+	if _, err := s.srv.st.CreateMailbox(s.ctx, s.acct.ID, name, use); err != nil {
 		return "", "", storeErr(err, "mailbox")
 	}
 	return "", "", nil
+}
+
+// parseCreateUse parses the CREATE parameter "(USE (\Archive))" (RFC 6154
+// §3). The store keeps one special use per mailbox, of the kinds pimail
+// creates; others are refused with USEATTR (§5.3).
+func parseCreateUse(a imapwire.Arg) (string, error) {
+	if a.Kind != imapwire.KindList || len(a.List) != 2 || a.List[0].Kind != imapwire.KindAtom ||
+		upperASCII(a.List[0].Str) != "USE" || a.List[1].Kind != imapwire.KindList {
+		return "", bad("invalid CREATE parameters")
+	}
+	uses := a.List[1].List
+	if len(uses) == 0 {
+		return store.SpecialNone, nil
+	}
+	if len(uses) > 1 {
+		return "", no("USEATTR", "only one special use per mailbox")
+	}
+	if uses[0].Kind != imapwire.KindAtom {
+		return "", bad("invalid special-use attribute")
+	}
+	for _, u := range []string{store.SpecialSent, store.SpecialDrafts, store.SpecialTrash, store.SpecialJunk, store.SpecialArchive} {
+		if strings.EqualFold(uses[0].Str, u) {
+			return u, nil
+		}
+	}
+	return "", no("USEATTR", "unsupported special-use attribute")
 }
 
 // cmdDelete implements DELETE (RFC 9051 §6.3.5).
@@ -136,6 +169,9 @@ func cmdStatus(s *session, cmd *command) (string, string, error) {
 	items, err := parseStatusItems(cmd.args[1])
 	if err != nil {
 		return "", "", err
+	}
+	if slices.Contains(items, "HIGHESTMODSEQ") {
+		s.enableCondStore() // RFC 7162 §3.1: a CONDSTORE enabling command
 	}
 	if err := s.writeStatus(name, items); err != nil {
 		return "", "", err

@@ -3,18 +3,29 @@ package imapd
 import (
 	"fmt"
 
+	"pimail/internal/imapwire"
 	"pimail/internal/store"
 )
 
 // cmdSelect implements SELECT and EXAMINE (RFC 9051 §6.3.2, §6.3.3;
 // RFC 3501 §6.3.1 for IMAP4rev1 sessions).
 func cmdSelect(s *session, cmd *command) (string, string, error) {
-	if len(cmd.args) != 1 {
+	if len(cmd.args) != 1 && len(cmd.args) != 2 {
 		return "", "", bad("%s needs a mailbox name", cmd.name)
 	}
 	name, err := s.decodeName(cmd.args[0])
 	if err != nil {
 		return "", "", err
+	}
+	var params imapwire.SelectParams
+	if len(cmd.args) == 2 {
+		if params, err = imapwire.ParseSelectParams(cmd.args[1]); err != nil {
+			return "", "", bad("invalid %s parameters", cmd.name)
+		}
+		// RFC 7162 §3.2.5: QRESYNC only after ENABLE QRESYNC.
+		if params.QResync != nil && !s.qresync {
+			return "", "", bad("QRESYNC is not enabled")
+		}
 	}
 	if s.sel != nil {
 		// RFC 9051 §6.3.2: deselect first, and say so with [CLOSED].
@@ -34,6 +45,10 @@ func cmdSelect(s *session, cmd *command) (string, string, error) {
 	v := newView(mb, msgs, readOnly)
 	s.sel = v
 	s.state = stateSelected
+	s.expunged = false
+	if params.CondStore {
+		s.condstore = true // RFC 7162 §3.1.8: a CONDSTORE enabling command
+	}
 	s.drainEvents() // events up to now are covered by the snapshot's modseq
 	v.dirty = true  // but re-check once: the snapshot and modseq were read apart
 
@@ -58,6 +73,9 @@ func cmdSelect(s *session, cmd *command) (string, string, error) {
 		uidNext = m + 1
 	}
 	w.Raw("* OK [UIDNEXT ").Number(uint64(uidNext)).Raw("] Predicted next UID").CRLF()
+	// RFC 7162 §3.1.2.1: every mailbox has persistent modseqs, so every
+	// SELECT/EXAMINE reports HIGHESTMODSEQ (never NOMODSEQ).
+	w.Raw("* OK [HIGHESTMODSEQ ").Number(v.modseq).Raw("] Highest").CRLF()
 	if !s.rev2 {
 		for i, f := range v.flags {
 			if f.flags&store.FlagSeen == 0 {
@@ -70,6 +88,11 @@ func cmdSelect(s *session, cmd *command) (string, string, error) {
 		w.Raw("* LIST () \"/\" ")
 		s.writeName(mb.Name)
 		w.CRLF()
+	}
+	if params.QResync != nil {
+		if err := s.qresyncSelect(params.QResync); err != nil {
+			return "", "", err
+		}
 	}
 	if readOnly {
 		return "READ-ONLY", "EXAMINE completed", nil

@@ -8,7 +8,8 @@ import (
 	"pimail/internal/store"
 )
 
-// cmdStore implements STORE and UID STORE (RFC 9051 §6.4.6).
+// cmdStore implements STORE and UID STORE (RFC 9051 §6.4.6) with the
+// UNCHANGEDSINCE modifier (RFC 7162 §3.1.3).
 func cmdStore(s *session, cmd *command) (string, string, error) {
 	args := cmd.args
 	if len(args) < 3 {
@@ -19,9 +20,20 @@ func cmdStore(s *session, cmd *command) (string, string, error) {
 		return "", "", bad("invalid sequence set")
 	}
 	args = args[1:]
+	conditional := false
+	var unchangedSince uint64
 	if args[0].Kind == imapwire.KindList {
-		// Store modifiers such as UNCHANGEDSINCE (RFC 7162) come with CONDSTORE.
-		return "", "", bad("STORE modifiers are not supported")
+		if unchangedSince, err = imapwire.ParseStoreModifiers(args[0]); err != nil {
+			return "", "", bad("invalid STORE modifiers")
+		}
+		conditional = true
+		args = args[1:]
+		if len(args) < 2 {
+			return "", "", bad("STORE needs an item and flags")
+		}
+	}
+	if args[0].Kind != imapwire.KindAtom {
+		return "", "", bad("unknown STORE item")
 	}
 	item := upperASCII(args[0].Str)
 	silent := strings.HasSuffix(item, ".SILENT")
@@ -49,26 +61,52 @@ func cmdStore(s *session, cmd *command) (string, string, error) {
 	if v.readOnly {
 		return "", "", no("READ-ONLY", "mailbox is read-only")
 	}
-	if len(idx) == 0 {
-		return "", "", nil
-	}
-	updates, err := s.srv.st.StoreFlags(s.ctx, v.mb.ID, v.uidSet(idx), op, flags, kws)
-	if err != nil {
-		return "", "", fmt.Errorf("store flags: %w", err)
-	}
-	v.dirty = true
-	for _, u := range updates {
-		if i, ok := v.index(u.UID); ok {
-			v.flags[i] = msgFlags{u.Flags, u.Keywords}
+	var failed []int
+	if conditional {
+		s.enableCondStore() // RFC 7162 §3.1: a CONDSTORE enabling command
+		if idx, failed, err = s.checkUnchangedSince(idx, unchangedSince); err != nil {
+			return "", "", err
 		}
 	}
-	if !silent {
+	var updates []store.FlagUpdate
+	if len(idx) > 0 {
+		updates, err = s.srv.st.StoreFlags(s.ctx, v.mb.ID, v.uidSet(idx), op, flags, kws)
+		if err != nil {
+			return "", "", fmt.Errorf("store flags: %w", err)
+		}
+		v.dirty = true
+	}
+	for _, u := range updates {
+		if i, ok := v.index(u.UID); ok {
+			v.flags[i] = msgFlags{u.Flags, u.Keywords, u.ModSeq}
+		}
+	}
+	switch {
+	case !silent:
 		for _, i := range idx {
 			if v.pending[v.uids[i]] {
 				continue
 			}
 			s.writeFlagsFetch(i, cmd.uid)
 		}
+	case s.condstore:
+		// RFC 7162 §3.1.3: with .SILENT the new MODSEQ of each changed
+		// message is still reported.
+		for _, u := range updates {
+			if i, ok := v.index(u.UID); ok && !v.pending[u.UID] {
+				s.w.Raw("* ").Int(int64(i + 1)).Raw(" FETCH (UID ").Number(uint64(u.UID)).
+					Raw(" MODSEQ (").Number(u.ModSeq).Raw("))").CRLF()
+			}
+		}
+	}
+	if len(failed) > 0 {
+		nums := v.uidsOf(failed)
+		if !cmd.uid {
+			for n, i := range failed {
+				nums[n] = uint32(i + 1)
+			}
+		}
+		return "MODIFIED " + imapwire.FormatUIDs(nums), "Conditional STORE failed", nil
 	}
 	return "", "", nil
 }

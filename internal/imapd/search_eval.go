@@ -177,9 +177,13 @@ func (c *candidate) match(k imapwire.SearchKey, depth int) (bool, error) {
 		return !ok, err
 	case "ALL":
 		return true, nil
-	case "SEQSET":
-		return k.Set.Contains(c.seq, uint32(len(c.ev.s.sel.uids))), nil
-	case "UID":
+	case "SEQSET", "UID":
+		if k.Set.Saved {
+			return c.ev.s.sel.inSaved(c.uid), nil // RFC 5182 §2.1
+		}
+		if k.Op == "SEQSET" {
+			return k.Set.Contains(c.seq, uint32(len(c.ev.s.sel.uids))), nil
+		}
 		return k.Set.Contains(c.uid, c.ev.s.sel.maxUID()), nil
 	case "ANSWERED", "UNANSWERED":
 		return c.hasFlag(store.FlagAnswered) == (k.Op == "ANSWERED"), nil
@@ -199,6 +203,11 @@ func (c *candidate) match(k imapwire.SearchKey, depth int) (bool, error) {
 		return !c.recent, nil
 	case "KEYWORD", "UNKEYWORD":
 		return c.hasKeyword(k.Str) == (k.Op == "KEYWORD"), nil
+	case "MODSEQ":
+		// RFC 7162 §3.1.5: messages with a MODSEQ of at least the value;
+		// per-flag entry names are answered with the message's MODSEQ,
+		// which is never lower than any of its flags'.
+		return p.ModSeq >= uint64(k.Num), nil
 	case "LARGER":
 		return p.Size > k.Num, nil
 	case "SMALLER":

@@ -4,6 +4,16 @@
 // sessions: authentication, the per-session view of the selected mailbox
 // (sequence numbers, \Recent, pending expunges) and the commands, which
 // are answered from the store's index and blobs.
+//
+// Extensions: LITERAL+ (RFC 7888), ID (RFC 2971), ENABLE (RFC 5161), IDLE
+// (RFC 2177), NAMESPACE (RFC 2342), UNSELECT (RFC 3691), UIDPLUS (RFC
+// 4315), MOVE (RFC 6851), CHILDREN (RFC 3348), SPECIAL-USE and
+// CREATE-SPECIAL-USE (RFC 6154), LIST-EXTENDED (RFC 5258), LIST-STATUS
+// (RFC 5819), ESEARCH (RFC 4731), SEARCHRES (RFC 5182), STATUS=SIZE (RFC
+// 8438), BINARY (RFC 3516), UTF8=ACCEPT (RFC 6855), APPENDLIMIT (RFC
+// 7889), CONDSTORE and QRESYNC (RFC 7162), SORT and THREAD=ORDEREDSUBJECT,
+// THREAD=REFERENCES (RFC 5256), SORT=DISPLAY (RFC 5957), COMPRESS=DEFLATE
+// (RFC 4978) and QUOTA (RFC 9208, without resource limits for now).
 package imapd
 
 import (

@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"bufio"
+	"compress/flate"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -38,16 +39,22 @@ type session struct {
 	remoteIP string
 	tls      bool
 
-	state   sessionState
-	acct    store.Account
-	events  <-chan store.Event
-	unsub   func()
-	rev2    bool // ENABLE IMAP4rev2 (RFC 9051 §6.3.1)
-	utf8    bool // ENABLE UTF8=ACCEPT (RFC 6855)
-	sel     *mailboxView
-	bad     int // consecutive BAD responses
-	preAuth int // commands before authentication
-	failed  int // failed authentications
+	state  sessionState
+	acct   store.Account
+	events <-chan store.Event
+	unsub  func()
+	rev2   bool // ENABLE IMAP4rev2 (RFC 9051 §6.3.1)
+	utf8   bool // ENABLE UTF8=ACCEPT (RFC 6855)
+	// condstore is set by ENABLE CONDSTORE or any CONDSTORE enabling
+	// command (RFC 7162 §3.1); qresync by ENABLE QRESYNC (§3.2.3).
+	condstore bool
+	qresync   bool
+	expunged  bool          // expunges were reported and HIGHESTMODSEQ not yet sent
+	deflate   *flate.Writer // COMPRESS=DEFLATE is active (RFC 4978)
+	sel       *mailboxView
+	bad       int // consecutive BAD responses
+	preAuth   int // commands before authentication
+	failed    int // failed authentications
 }
 
 func newSession(srv *Server, c net.Conn) *session {
@@ -90,6 +97,11 @@ func (s *session) flush() error {
 	_ = s.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("writing response: %w", err)
+	}
+	if s.deflate != nil {
+		if err := s.deflate.Flush(); err != nil {
+			return fmt.Errorf("writing compressed response: %w", err)
+		}
 	}
 	return nil
 }
@@ -230,7 +242,7 @@ func (s *session) dispatch(c *imapwire.Command) result {
 		cmd.name = upperASCII(cmd.args[0].Str)
 		cmd.args = cmd.args[1:]
 		switch cmd.name {
-		case "FETCH", "SEARCH", "STORE", "COPY", "MOVE", "EXPUNGE":
+		case "FETCH", "SEARCH", "STORE", "COPY", "MOVE", "EXPUNGE", "SORT", "THREAD":
 		default:
 			return s.finish(cmd, result{status: "BAD", text: "unknown UID command"})
 		}
@@ -268,7 +280,8 @@ func (s *session) finish(cmd *command, res result) result {
 	if s.sel != nil && s.state == stateSelected && cmd.name != "SELECT" && cmd.name != "EXAMINE" {
 		// RFC 9051 §7.5.1: no EXPUNGE while responding to FETCH, STORE or
 		// SEARCH (sequence-number forms), nor to unknown commands.
-		noExpunge := !cmd.uid && (cmd.name == "FETCH" || cmd.name == "STORE" || cmd.name == "SEARCH")
+		noExpunge := !cmd.uid && (cmd.name == "FETCH" || cmd.name == "STORE" || cmd.name == "SEARCH" ||
+			cmd.name == "SORT" || cmd.name == "THREAD")
 		force := cmd.name == "NOOP" || cmd.name == "CHECK"
 		if err := s.syncMailbox(!noExpunge && res.status != "BAD", force); err != nil {
 			s.log.Error("imap mailbox sync", "err", err)
@@ -318,11 +331,16 @@ func init() {
 		"STATUS":       {cmdStatus, authed},
 		"APPEND":       {cmdAppend, authed},
 		"IDLE":         {cmdIdle, authed},
+		"COMPRESS":     {cmdCompress, authed},
+		"GETQUOTAROOT": {cmdGetQuotaRoot, authed},
+		"GETQUOTA":     {cmdGetQuota, authed},
 		"CHECK":        {cmdNoop, selected},
 		"CLOSE":        {cmdClose, selected},
 		"UNSELECT":     {cmdUnselect, selected},
 		"EXPUNGE":      {cmdExpunge, selected},
 		"SEARCH":       {cmdSearch, selected},
+		"SORT":         {cmdSort, selected},
+		"THREAD":       {cmdThread, selected},
 		"FETCH":        {cmdFetch, selected},
 		"STORE":        {cmdStore, selected},
 		"COPY":         {cmdCopy, selected},

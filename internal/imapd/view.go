@@ -10,10 +10,12 @@ import (
 	"pimail/internal/store"
 )
 
-// msgFlags is what a session last reported of a message's flags.
+// msgFlags is what a session last reported of a message's flags, with
+// the message's MODSEQ (RFC 7162 §3.1.1) as the session knows it.
 type msgFlags struct {
 	flags    store.Flags
 	keywords []string
+	modseq   uint64
 }
 
 func (a msgFlags) equal(b msgFlags) bool {
@@ -33,7 +35,13 @@ type mailboxView struct {
 	// pending are UIDs expunged in the store but not yet reported
 	// (RFC 9051 §7.5.1 forbids EXPUNGE during FETCH/STORE/SEARCH).
 	pending map[uint32]bool
-	dirty   bool // a change event arrived or this session changed the mailbox
+	// pendingFloor is a modseq below every pending expunge's: while
+	// expunges wait, QRESYNC clients are told this HIGHESTMODSEQ so that
+	// a resynchronisation after a lost connection still finds them
+	// (RFC 7162 §3.2).
+	pendingFloor uint64
+	dirty        bool     // a change event arrived or this session changed the mailbox
+	saved        []uint32 // SEARCHRES "$" (RFC 5182), ascending UIDs
 }
 
 // index returns the position of uid in the view.
@@ -54,7 +62,7 @@ func (v *mailboxView) maxUID() uint32 {
 // answers invalid numbers with BAD); UIDs not present are ignored.
 func (v *mailboxView) resolve(set imapwire.SeqSet, uid bool) ([]int, error) {
 	if set.Saved {
-		return nil, bad("$ (SEARCHRES) is not supported")
+		return v.savedIndexes(), nil
 	}
 	n := len(v.uids)
 	type span struct{ lo, hi int } // indexes, inclusive
@@ -132,7 +140,7 @@ func newView(mb store.Mailbox, msgs []store.MessageMeta, readOnly bool) *mailbox
 			continue // not ascending: ignore a duplicate
 		}
 		v.uids = append(v.uids, m.UID)
-		v.flags = append(v.flags, msgFlags{m.Flags, m.Keywords})
+		v.flags = append(v.flags, msgFlags{m.Flags, m.Keywords, m.ModSeq})
 	}
 	return v
 }
@@ -166,7 +174,26 @@ func (s *session) syncMailbox(allowExpunge, force bool) error {
 	if allowExpunge && len(v.pending) > 0 {
 		s.reportExpunges()
 	}
+	s.reportModSeq()
 	return nil
+}
+
+// reportModSeq tells a CONDSTORE client the mailbox's HIGHESTMODSEQ after
+// expunges, which no FETCH response would carry (RFC 7162 §3.1.2.1);
+// while expunges wait to be reported, a QRESYNC client gets a value below
+// all of them instead (RFC 7162 §3.2 and its §6 example).
+func (s *session) reportModSeq() {
+	v := s.sel
+	if !s.condstore || v == nil {
+		return
+	}
+	switch {
+	case len(v.pending) > 0 && s.qresync:
+		s.w.Raw("* OK [HIGHESTMODSEQ ").Number(v.pendingFloor).Raw("] Expunges pending").CRLF()
+	case len(v.pending) == 0 && s.expunged && !v.dirty:
+		s.w.Raw("* OK [HIGHESTMODSEQ ").Number(v.modseq).Raw("] Highest").CRLF()
+		s.expunged = false
+	}
 }
 
 // drainEvents marks the view dirty when an event for it is waiting.
@@ -201,22 +228,27 @@ func (s *session) applyChanges(ch store.Changes) {
 			continue
 		}
 		if i, ok := v.index(m.UID); ok {
-			nf := msgFlags{m.Flags, m.Keywords}
+			nf := msgFlags{m.Flags, m.Keywords, m.ModSeq}
 			if !v.flags[i].equal(nf) {
-				v.flags[i] = nf
 				flagChanged = append(flagChanged, m.UID)
+			}
+			if v.flags[i].modseq < nf.modseq || !v.flags[i].equal(nf) {
+				v.flags[i] = nf
 			}
 			continue
 		}
 		if m.UID > v.maxUID() {
 			v.uids = append(v.uids, m.UID)
-			v.flags = append(v.flags, msgFlags{m.Flags, m.Keywords})
+			v.flags = append(v.flags, msgFlags{m.Flags, m.Keywords, m.ModSeq})
 			v.recent[m.UID] = true
 			added++
 		}
 	}
 	for _, uid := range ch.Expunged {
 		if _, ok := v.index(uid); ok {
+			if len(v.pending) == 0 {
+				v.pendingFloor = v.modseq
+			}
 			v.pending[uid] = true
 		}
 	}
@@ -237,7 +269,8 @@ func (s *session) applyChanges(ch store.Changes) {
 }
 
 // reportExpunges sends EXPUNGE for pending messages, highest sequence
-// number first so that every number is valid when sent (RFC 9051 §7.5.1).
+// number first so that every number is valid when sent (RFC 9051 §7.5.1),
+// or one VANISHED response once QRESYNC is enabled (RFC 7162 §3.2.10).
 func (s *session) reportExpunges() {
 	v := s.sel
 	var idx []int
@@ -247,11 +280,22 @@ func (s *session) reportExpunges() {
 		}
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(idx)))
-	for _, i := range idx {
-		s.w.Raw("* ").Int(int64(i + 1)).Raw(" EXPUNGE").CRLF()
+	if s.qresync {
+		if len(idx) > 0 {
+			uids := make([]uint32, len(idx))
+			for n, i := range idx {
+				uids[len(idx)-1-n] = v.uids[i]
+			}
+			s.w.Raw("* VANISHED ").Raw(imapwire.FormatUIDs(uids)).CRLF()
+		}
+	} else {
+		for _, i := range idx {
+			s.w.Raw("* ").Int(int64(i + 1)).Raw(" EXPUNGE").CRLF()
+		}
 	}
 	s.removeIndexes(idx)
 	clear(v.pending)
+	s.expunged = s.expunged || len(idx) > 0
 }
 
 // removeIndexes drops messages from the view (idx in any order).
@@ -287,13 +331,18 @@ func (s *session) expungeNow(uids []uint32) {
 }
 
 // writeFlagsFetch writes "* n FETCH (UID u FLAGS (...))" for view index i.
+// Once CONDSTORE is enabled, every such response carries the UID and the
+// MODSEQ (RFC 7162 §3.1, as corrected by erratum 1807).
 func (s *session) writeFlagsFetch(i int, withUID bool) {
 	v := s.sel
 	s.w.Raw("* ").Int(int64(i + 1)).Raw(" FETCH (")
-	if withUID {
+	if withUID || s.condstore {
 		s.w.Raw("UID ").Number(uint64(v.uids[i])).SP()
 	}
 	s.w.Raw("FLAGS ")
 	s.writeFlags(v.flags[i], v.recent[v.uids[i]])
+	if s.condstore {
+		s.w.Raw(" MODSEQ (").Number(v.flags[i].modseq).Byte(')')
+	}
 	s.w.Raw(")").CRLF()
 }

@@ -12,6 +12,7 @@ func FuzzReadCommand(f *testing.F) {
 		"a APPEND INBOX (\\Seen) \" 7-Feb-2024 10:11:12 +0100\" {5+}\r\nhello\r\n",
 		"a LOGIN {3}\r\nbob {4}\r\npass\r\n",
 		"a SEARCH CHARSET UTF-8 OR (FROM x) NOT SEEN\r\n",
+		"a SELECT INBOX (QRESYNC (1 2 1:5 (1:2 3:4)))\r\n", "a UID FETCH 1:* FLAGS (CHANGEDSINCE 5 VANISHED)\r\n",
 		"a NOOP ((((\r\n", "\r\n", "a\r\n", "a NOOP x{3+}\r\nabc\r\n",
 	} {
 		f.Add([]byte(s))
@@ -40,6 +41,13 @@ func FuzzReadCommand(f *testing.F) {
 				}
 			}
 			_, _ = ParseSearch(cmd.Args)
+			for _, a := range cmd.Args {
+				if a.Kind == KindList {
+					_, _ = ParseFetchModifiers(a)
+					_, _ = ParseStoreModifiers(a)
+					_, _ = ParseSelectParams(a)
+				}
+			}
 		}
 	})
 }

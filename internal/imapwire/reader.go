@@ -102,6 +102,10 @@ func (r *Reader) Limits() Limits { return r.limits }
 // SetReader replaces the underlying reader (after STARTTLS).
 func (r *Reader) SetReader(br *bufio.Reader) { r.br = br }
 
+// BufReader returns the underlying reader, e.g. to stack a decompressor
+// on it (COMPRESS, RFC 4978): the bytes it has read ahead are not lost.
+func (r *Reader) BufReader() *bufio.Reader { return r.br }
+
 // Buffered reports how many bytes are read ahead but not consumed; after
 // STARTTLS any buffered plaintext is a command-injection attempt.
 func (r *Reader) Buffered() int { return r.br.Buffered() }

@@ -171,6 +171,36 @@ func (p *searchParser) key(depth int) (SearchKey, error) {
 		}
 		k.Num = n
 		return k, nil
+	case "MODSEQ":
+		// RFC 7162 §3.1.5: MODSEQ [entry-name entry-type-req] mod-sequence-valzer.
+		a, err := p.next()
+		if err != nil {
+			return k, err
+		}
+		if a.Kind == KindQuoted || a.Kind == KindLiteral {
+			name, _ := a.AString()
+			typ, err := p.next()
+			if err != nil {
+				return k, err
+			}
+			t := upper(typ.Str)
+			if typ.Kind != KindAtom || t != "PRIV" && t != "SHARED" && t != "ALL" {
+				return k, errors.New("invalid MODSEQ entry type")
+			}
+			k.Field, k.Str = name, t
+			if a, err = p.next(); err != nil {
+				return k, err
+			}
+		}
+		if a.Kind != KindAtom {
+			return k, errors.New("invalid MODSEQ value")
+		}
+		n, err := parseModSeqValzer(a.Str)
+		if err != nil {
+			return k, errors.New("invalid MODSEQ value")
+		}
+		k.Num = int64(n)
+		return k, nil
 	case "UID":
 		s, err := p.str()
 		if err != nil {

@@ -1,0 +1,43 @@
+package imapd
+
+import (
+	"bufio"
+	"compress/flate"
+	"fmt"
+
+	"pimail/internal/imapwire"
+)
+
+// compressLevel trades CPU for bandwidth: mail is mostly text, and the
+// fastest level already shrinks it well without loading a small board.
+const compressLevel = flate.BestSpeed
+
+// cmdCompress implements COMPRESS DEFLATE (RFC 4978): after the tagged OK,
+// sent uncompressed, both directions are raw DEFLATE (RFC 1951) streams,
+// and every flush of the server's responses is a DEFLATE sync flush so
+// that the client can decode each response as it arrives (§4).
+func cmdCompress(s *session, cmd *command) (string, string, error) {
+	if len(cmd.args) != 1 || cmd.args[0].Kind != imapwire.KindAtom {
+		return "", "", bad("COMPRESS needs a mechanism")
+	}
+	if upperASCII(cmd.args[0].Str) != "DEFLATE" {
+		return "", "", bad("unknown compression mechanism")
+	}
+	if s.deflate != nil {
+		return "", "", no("COMPRESSIONACTIVE", "compression is already active")
+	}
+	s.w.Tagged(cmd.tag, "OK", "", "DEFLATE active")
+	if err := s.flush(); err != nil {
+		return "", "", err
+	}
+	fw, err := flate.NewWriter(s.conn, compressLevel)
+	if err != nil {
+		return "", "", fmt.Errorf("compress: %w", err)
+	}
+	s.deflate = fw
+	// The decompressor reads through the old buffered reader, so data the
+	// client sent right after the OK and already buffered is kept.
+	s.r.SetReader(bufio.NewReaderSize(flate.NewReader(s.r.BufReader()), 16*1024))
+	s.w.SetWriter(bufio.NewWriterSize(fw, 16*1024))
+	return "", "", errAlreadyAnswered
+}
