@@ -45,6 +45,12 @@ func newEnv(t *testing.T, cfg Config) *env {
 // newEnvWith lets a test replace the store the pipeline writes to.
 func newEnvWith(t *testing.T, cfg Config, wrap func(*sqlite.Store) store.Store) *env {
 	t.Helper()
+	return newEnvLogged(t, cfg, wrap, quiet())
+}
+
+// newEnvLogged lets a test see the server's log.
+func newEnvLogged(t *testing.T, cfg Config, wrap func(*sqlite.Store) store.Store, logger *slog.Logger) *env {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(t.TempDir(), sqlite.Options{Logger: quiet(), CollectInterval: -1})
 	if err != nil {
@@ -82,7 +88,10 @@ func newEnvWith(t *testing.T, cfg Config, wrap func(*sqlite.Store) store.Store) 
 	if cfg.Hostname == "" {
 		cfg.Hostname = "mx.example.com"
 	}
-	e.srv = New(cfg, e.dir, pipe, quiet())
+	if cfg.PregreetWait == 0 {
+		cfg.PregreetWait = -1 // tests of the pregreet wait set it themselves
+	}
+	e.srv = New(cfg, e.dir, pipe, logger)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -150,16 +159,34 @@ type client struct {
 
 func dial(t *testing.T, addr string) *client {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	return dialFrom(t, addr, "")
+}
+
+// dialFrom connects from a given loopback source address ("" for any) and
+// reads the greeting, which must be 220.
+func dialFrom(t *testing.T, addr, src string) *client {
+	t.Helper()
+	c := connect(t, addr, src)
+	if code, msg := c.reply(); code != 220 {
+		t.Fatalf("greeting %d %s", code, msg)
+	}
+	return c
+}
+
+// connect opens a connection from src ("" for any) and reads nothing.
+func connect(t *testing.T, addr, src string) *client {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if src != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
+	}
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	c := &client{t: t}
 	c.setConn(conn)
-	if code, msg := c.reply(); code != 220 {
-		t.Fatalf("greeting %d %s", code, msg)
-	}
 	return c
 }
 

@@ -3,6 +3,7 @@ package smtpd
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/emersion/go-smtp"
 
@@ -29,9 +30,27 @@ var (
 	// RFC 5321 §2.3.8: CR and LF only as CRLF; bare ones are refused
 	// because they are how SMTP smuggling hides a second message.
 	replyBareLineEnding = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 5, 2}, Message: "Message rejected: bare CR or LF in message data"}
+	// RFC 5321 §3.1 and §4.2.2: 421 closes the channel; X.7.0 is a
+	// security or policy status (RFC 3463 §3.8).
+	replyTooManyConns   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many connections, try again later"}
+	replyTooManyConnsIP = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Too many connections from your address, try again later"}
+	replyRateLimit      = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: "Connection rate limit exceeded, try again later"}
+	// A client that talks before the greeting (RFC 5321 §4.3.1) is not
+	// a conforming SMTP client; X.7.1: delivery not authorized.
+	replyPregreet = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Protocol error: data sent before the greeting"}
 	// The recipients vanished between RCPT and the end of data.
 	replyNoRecipients = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No valid recipients"}
 )
+
+// replyBlocklisted refuses a client listed in blocklists: 554 5.7.1 as
+// postfix sends it, naming the lists (public names the client can look up
+// itself) and nothing else.
+func replyBlocklisted(ip string, zones []string) *smtp.SMTPError {
+	return &smtp.SMTPError{
+		Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+		Message: fmt.Sprintf("Service unavailable; client [%s] blocked using %s", ip, strings.Join(zones, ", ")),
+	}
+}
 
 // rcptError maps a directory answer to the RCPT reply.
 func rcptError(err error) *smtp.SMTPError {

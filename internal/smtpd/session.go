@@ -13,6 +13,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"pimail/internal/delivery"
+	"pimail/internal/dnsbl"
 )
 
 // maxSizeHint caps the buffer allocated up front from MAIL's SIZE=.
@@ -36,6 +37,13 @@ type session struct {
 
 	errors  int  // rejected commands in this session
 	closing bool // MaxErrors exceeded: every command gets 421
+
+	// The blocklist lookup started at connect, and its verdict once
+	// consumed (at the first RCPT).
+	pending        *dnsbl.Pending
+	verdict        dnsbl.Verdict
+	verdictKnown   bool
+	countedBlocked bool
 }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
@@ -45,6 +53,12 @@ func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 		conn:     c,
 		remoteIP: ip,
 		log:      s.logger.With("ip", ip),
+	}
+	if gc := gatedOf(c.Conn()); gc != nil {
+		sess.pending = gc.reputation
+	} else if s.cfg.DNSBL != nil {
+		// Not from the gate (implicit TLS): start the lookup now.
+		sess.pending = s.cfg.DNSBL.Start(addrOf(c.Conn().RemoteAddr()))
 	}
 	_, isTLS := c.TLSConnectionState()
 	sess.log.Debug("smtp session", "helo", c.Hostname(), "tls", isTLS)
@@ -71,6 +85,12 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if s.closing {
 		return replyTooManyErrors
+	}
+	// The blocklist verdict comes first, so a listed client learns
+	// nothing about which recipients exist.
+	if blocked, reply := s.blocklisted(); blocked {
+		s.log.Debug("recipient refused: client blocklisted", "rcpt", to)
+		return s.fail(reply)
 	}
 	res, err := s.srv.dir.Resolve(to)
 	if err == nil && len(res.Accounts) == 0 {
@@ -168,6 +188,12 @@ func (s *session) Data(r io.Reader) error {
 			return s.fail(reply)
 		}
 		return reply
+	}
+	// The blocklist score is for the spam filter; delivery.Envelope has
+	// no field for it yet, so a listed client's score is logged with the
+	// message ID.
+	if v := s.reputation(); v.Score > 0 {
+		s.log.Info("message accepted from a listed client", "id", id, "dnsbl_score", v.Score, "dnsbl_lists", v.Listed)
 	}
 	return replyAccepted(id)
 }

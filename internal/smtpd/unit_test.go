@@ -101,3 +101,19 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
+
+func TestGateDefaults(t *testing.T) {
+	var c Config
+	c.setDefaults()
+	if c.MaxConnections != DefaultMaxConnections || c.MaxConnectionsPerIP != DefaultMaxConnectionsPerIP ||
+		c.ConnectionRate != DefaultConnectionRate || c.ConnectionRateWindow != time.Minute ||
+		c.PregreetWait != DefaultPregreetWait || c.DNSBLThreshold != 1 || c.LimitLoopback {
+		t.Fatalf("defaults: %+v", c)
+	}
+	// Negative means "off" and survives the defaults.
+	c = Config{MaxConnections: -1, MaxConnectionsPerIP: -1, ConnectionRate: -1, PregreetWait: -1}
+	c.setDefaults()
+	if c.MaxConnections != -1 || c.MaxConnectionsPerIP != -1 || c.ConnectionRate != -1 || c.PregreetWait != -1 {
+		t.Fatalf("disabled limits: %+v", c)
+	}
+}
