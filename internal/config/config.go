@@ -30,6 +30,10 @@ type Config struct {
 	SMTP   SMTP   `toml:"smtp"`
 	IMAP   IMAP   `toml:"imap"`
 	POP3   POP3   `toml:"pop3"`
+	DNS    DNS    `toml:"dns"`
+	DNSBL  DNSBL  `toml:"dnsbl"`
+	Spam   Spam   `toml:"spam"`
+	AV     AV     `toml:"av"`
 	Log    Log    `toml:"log"`
 }
 
@@ -64,6 +68,55 @@ type SMTP struct {
 	MaxErrors      int      `toml:"max_errors"`       // per session, then 421 and close
 	CommandTimeout Duration `toml:"command_timeout"`  // waiting for a command
 	DataTimeout    Duration `toml:"data_timeout"`     // waiting for message data
+
+	// Cheap-before-trust connection handling (DESIGN principle 1). A
+	// negative number turns a limit off. Loopback clients are exempt from
+	// the per-client limits and the pregreet test.
+	MaxConnections      int      `toml:"max_connections"`        // concurrent, in total
+	MaxConnectionsPerIP int      `toml:"max_connections_per_ip"` // per IPv4 address or IPv6 /64
+	ConnectionRate      int      `toml:"connection_rate"`        // new connections per client per minute
+	PregreetWait        Duration `toml:"pregreet_wait"`          // a client talking before the banner is dropped; 0s: off
+}
+
+// DNS says which recursive resolvers pimail asks (SPF, DKIM, DMARC, MX,
+// DNSBL). Empty: the nameservers in /etc/resolv.conf.
+type DNS struct {
+	Servers []string `toml:"servers"` // "host" or "host:port"
+	Timeout Duration `toml:"timeout"` // per attempt
+}
+
+// DNSBL lists the blocklists checked when a client connects (RFC 5782).
+// A client whose summed weight reaches Threshold is refused at RCPT with
+// 554 5.7.1. No list is configured by default.
+type DNSBL struct {
+	Zones     []DNSBLZone `toml:"zones"`
+	Threshold float64     `toml:"threshold"`
+}
+
+// Spam configures the built-in spam filter (rules plus a Bayesian
+// classifier per account over a shared base model in DATA/spam).
+type Spam struct {
+	Enabled         bool    `toml:"enabled"`
+	JunkThreshold   float64 `toml:"junk_threshold"`   // score filing the message into Junk
+	RejectThreshold float64 `toml:"reject_threshold"` // score refusing it at DATA with 550 5.7.1
+	NoReject        bool    `toml:"no_reject"`        // never refuse: certain spam goes to Junk too
+}
+
+// AV configures virus scanning: a built-in attachment policy, and clamd
+// when an address is given.
+type AV struct {
+	AttachmentPolicy bool     `toml:"attachment_policy"` // refuse executables, scripts, double extensions, macros
+	AllowMacros      bool     `toml:"allow_macros"`      // let macro-enabled Office files through the policy
+	Clamd            string   `toml:"clamd"`             // "unix:/run/clamav/clamd.ctl" or "tcp:host:3310"; "" off
+	ClamdTimeout     Duration `toml:"clamd_timeout"`
+	ClamdDown        string   `toml:"clamd_down"` // when clamd fails: "defer" (451) or "accept" (tagged)
+}
+
+// DNSBLZone is one blocklist.
+type DNSBLZone struct {
+	Name   string  `toml:"name"`   // e.g. "zen.example.org"
+	Bitmap string  `toml:"bitmap"` // optional zone answering the /25 prefix-bitmap form
+	Weight float64 `toml:"weight"` // added to the score when listed; 0 means 1
 }
 
 // IMAP limits.
@@ -136,7 +189,16 @@ func Default() Config {
 			MaxErrors:      20,
 			CommandTimeout: Duration{5 * time.Minute},
 			DataTimeout:    Duration{10 * time.Minute},
+
+			MaxConnections:      300,
+			MaxConnectionsPerIP: 10,
+			ConnectionRate:      60,
+			PregreetWait:        Duration{300 * time.Millisecond},
 		},
+		DNS:   DNS{Timeout: Duration{2 * time.Second}},
+		DNSBL: DNSBL{Threshold: 1},
+		Spam:  Spam{Enabled: true, JunkThreshold: 4, RejectThreshold: 12},
+		AV:    AV{AttachmentPolicy: true, ClamdTimeout: Duration{60 * time.Second}, ClamdDown: "defer"},
 		IMAP: IMAP{
 			MaxLiteralSize: 50 << 20,
 			MaxLineLength:  64 << 10,
@@ -190,6 +252,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: pop3.idle_timeout must be at least 10m (RFC 1939 §3)")
 	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
 		return fmt.Errorf("config: tls.cert_file and tls.key_file go together")
+	}
+	if c.AV.Clamd != "" && !strings.HasPrefix(c.AV.Clamd, "unix:") && !strings.HasPrefix(c.AV.Clamd, "tcp:") {
+		return fmt.Errorf("config: av.clamd %q: want unix:PATH or tcp:HOST:PORT", c.AV.Clamd)
+	}
+	if c.AV.ClamdDown != "defer" && c.AV.ClamdDown != "accept" {
+		return fmt.Errorf("config: av.clamd_down %q: want defer or accept", c.AV.ClamdDown)
+	}
+	if c.Spam.Enabled && c.Spam.RejectThreshold <= c.Spam.JunkThreshold {
+		return fmt.Errorf("config: spam.reject_threshold must be above spam.junk_threshold")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

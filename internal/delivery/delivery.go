@@ -6,10 +6,14 @@
 //  1. resolve the envelope recipients again, against the current directory;
 //  2. prepend the Return-Path trace field (RFC 5321 §4.4);
 //  3. parse the message once;
-//  4. store it once for all recipients (one blob, one row per mailbox).
+//  4. content filters, when turned on with WithFilters: the attachment
+//     policy and clamd (internal/av), then spam scoring (internal/spam);
+//     a refusal returns a *RejectError, junk verdicts pick the Junk
+//     mailbox, and the verdict fields are added to the header;
+//  5. store it once for all recipients (one blob, one row per mailbox).
 //
-// Later steps (SPF/DKIM/DMARC, DNSBL, virus and spam verdicts, user rules)
-// slot in between 2 and 4 without changing the callers.
+// Later steps (SPF/DKIM/DMARC, DNSBL, user rules) slot in before 5 without
+// changing the callers.
 package delivery
 
 import (
@@ -62,6 +66,8 @@ type Pipeline struct {
 	dir    *directory.View
 	logger *slog.Logger
 	now    func() time.Time
+	// filters are the content checks (virus, spam); see WithFilters.
+	filters Filters
 }
 
 // New returns a pipeline that resolves recipients with dir and stores into st.
@@ -103,17 +109,31 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		return nil, ErrNoRecipients
 	}
 
-	// Step 2: trace fields.
+	// Step 2: trace fields. With filters on, verdict fields that came
+	// from outside are dropped first.
+	if p.filters.enabled() {
+		raw = stripFilterFields(raw)
+	}
 	full := prependReturnPath(env.MailFrom, raw)
 
 	// Step 3: parse once; the store keeps the result beside the message.
 	parsed := parse(log, full)
 
-	// Step 4: one blob, one row per recipient, one group commit.
-	rcpts := make([]store.Recipient, len(tgt.accounts))
-	for i, id := range tgt.accounts {
-		rcpts[i] = store.Recipient{AccountID: id}
+	// Step 4: content filters: attachment policy and clamd, then spam
+	// scoring. A refusal happens here, before anything is stored, so the
+	// SMTP client gets it as the reply to DATA (never accept, then bounce).
+	var outcome *filterOutcome
+	if p.filters.enabled() {
+		var err error
+		outcome, err = p.runFilters(ctx, log, env, tgt.accounts, full, parsed)
+		if err != nil {
+			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+		}
+		full = insertHeaders(full, parsed, outcome.headers)
 	}
+
+	// Step 5: one blob, one row per recipient, one group commit.
+	rcpts := outcome.recipients(tgt.accounts)
 	delivered, err := p.st.Deliver(ctx, store.Delivery{
 		Raw:          full,
 		Parsed:       parsed,
@@ -123,14 +143,18 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	if err != nil {
 		return nil, fmt.Errorf("deliver %s: store: %w", env.ID, err)
 	}
-	log.Info("delivered",
-		"from", env.MailFrom,
+	args := []any{"from", env.MailFrom,
 		"rcpts", len(env.Recipients),
 		"accounts", len(delivered),
 		"size", len(full),
 		"ip", env.RemoteIP,
 		"tls", env.TLS,
-		"ms", p.now().Sub(start).Milliseconds())
+		"ms", p.now().Sub(start).Milliseconds()}
+	if outcome != nil {
+		args = append(args, outcome.logArgs...)
+		args = append(args, "junk", len(outcome.junk))
+	}
+	log.Info("delivered", args...)
 	return delivered, nil
 }
 

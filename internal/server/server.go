@@ -11,16 +11,22 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"pimail/internal/auth"
+	"pimail/internal/av"
 	"pimail/internal/certs"
 	"pimail/internal/config"
 	"pimail/internal/delivery"
 	"pimail/internal/directory"
+	"pimail/internal/dnsbl"
+	"pimail/internal/dnsresolver"
 	"pimail/internal/imapd"
 	"pimail/internal/pop3d"
 	"pimail/internal/smtpd"
+	"pimail/internal/spam"
 	"pimail/internal/store"
 )
 
@@ -58,7 +64,15 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 	if err := dir.Start(ctx); err != nil {
 		return fmt.Errorf("directory: %w", err)
 	}
-	pipe := delivery.New(st, dir, logger)
+	filters, err := newFilters(cfg, logger)
+	if err != nil {
+		return err
+	}
+	pipe := delivery.New(st, dir, logger).WithFilters(filters)
+	checker, err := newDNSBL(cfg, logger)
+	if err != nil {
+		return err
+	}
 
 	smtpSrv := smtpd.New(smtpd.Config{
 		Hostname:        cfg.Hostname,
@@ -68,6 +82,13 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		ReadTimeout:     cfg.SMTP.CommandTimeout.Duration,
 		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
 		TLS:             tlsConf,
+
+		MaxConnections:      cfg.SMTP.MaxConnections,
+		MaxConnectionsPerIP: cfg.SMTP.MaxConnectionsPerIP,
+		ConnectionRate:      cfg.SMTP.ConnectionRate,
+		PregreetWait:        orOff(cfg.SMTP.PregreetWait.Duration),
+		DNSBL:               checker,
+		DNSBLThreshold:      cfg.DNSBL.Threshold,
 	}, dir, pipe, logger.With("proto", "smtp"))
 	imapCfg := imapd.Config{
 		Hostname:          cfg.Hostname,
@@ -151,6 +172,65 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 	case err := <-errc:
 		return err
 	}
+}
+
+// newFilters builds the content filters of the delivery pipeline.
+func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error) {
+	var f delivery.Filters
+	if cfg.Spam.Enabled {
+		sf, err := spam.New(spam.Config{
+			Dir:             filepath.Join(cfg.Data, "spam"),
+			JunkThreshold:   cfg.Spam.JunkThreshold,
+			RejectThreshold: cfg.Spam.RejectThreshold,
+			NoReject:        cfg.Spam.NoReject,
+			Logger:          logger.With("component", "spam"),
+		})
+		if err != nil {
+			return f, fmt.Errorf("spam filter: %w", err)
+		}
+		f.Spam = sf
+	}
+	avc := av.Config{
+		NoPolicy:  !cfg.AV.AttachmentPolicy,
+		Policy:    av.PolicyConfig{AllowMacros: cfg.AV.AllowMacros},
+		ClamdDown: cfg.AV.ClamdDown,
+		Logger:    logger.With("component", "av"),
+	}
+	if network, addr, ok := strings.Cut(cfg.AV.Clamd, ":"); ok {
+		avc.Clamd = &av.Clamd{Network: network, Address: addr, Timeout: cfg.AV.ClamdTimeout.Duration}
+	}
+	if !avc.NoPolicy || avc.Clamd != nil {
+		f.AV = av.NewScanner(avc)
+	}
+	return f, nil
+}
+
+// newDNSBL builds the blocklist checker; nil when no zone is configured.
+func newDNSBL(cfg config.Config, logger *slog.Logger) (*dnsbl.Checker, error) {
+	if len(cfg.DNSBL.Zones) == 0 {
+		return nil, nil
+	}
+	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
+	if err != nil {
+		return nil, fmt.Errorf("dns: %w", err)
+	}
+	zones := make([]dnsbl.Zone, len(cfg.DNSBL.Zones))
+	for i, z := range cfg.DNSBL.Zones {
+		zones[i] = dnsbl.Zone{Name: z.Name, BitmapName: z.Bitmap, Weight: z.Weight}
+	}
+	checker, err := dnsbl.New(dnsbl.Config{Zones: zones, Resolver: res, Logger: logger.With("component", "dnsbl")})
+	if err != nil {
+		return nil, fmt.Errorf("dnsbl: %w", err)
+	}
+	return checker, nil
+}
+
+// orOff maps the configuration's "0s means off" to smtpd's negative value.
+func orOff(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // notYet names the configured listeners whose protocol is not built yet.

@@ -66,7 +66,10 @@ func rcptError(err error) *smtp.SMTPError {
 
 // deliveryError maps a pipeline error to the reply after the message data.
 func deliveryError(err error) *smtp.SMTPError {
+	var re *delivery.RejectError
 	switch {
+	case errors.As(err, &re): // a filter's verdict: its reply text is meant for the client
+		return &smtp.SMTPError{Code: re.Code, EnhancedCode: smtp.EnhancedCode(re.Enhanced), Message: re.Message}
 	case errors.Is(err, delivery.ErrNoRecipients):
 		return replyNoRecipients
 	default: // store failures, ErrForwardingUnavailable: the sender retries

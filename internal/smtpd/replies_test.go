@@ -1,0 +1,36 @@
+package smtpd
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"pimail/internal/delivery"
+)
+
+func TestDeliveryErrorReplies(t *testing.T) {
+	virus := &delivery.RejectError{Code: 554, Enhanced: [3]int{5, 7, 1}, Message: "message refused: virus found", Reason: "clamd: Eicar-Test-Signature"}
+	tests := []struct {
+		err      error
+		code     int
+		enhanced [3]int
+	}{
+		{fmt.Errorf("filter: %w", virus), 554, [3]int{5, 7, 1}},
+		{&delivery.RejectError{Code: 451, Enhanced: [3]int{4, 7, 1}, Message: "try again later"}, 451, [3]int{4, 7, 1}},
+		{delivery.ErrNoRecipients, replyNoRecipients.Code, replyNoRecipients.EnhancedCode},
+		{errors.New("disk I/O error at /var/lib/pimail"), 451, [3]int{4, 3, 0}},
+	}
+	for _, tc := range tests {
+		got := deliveryError(tc.err)
+		if got.Code != tc.code || [3]int(got.EnhancedCode) != tc.enhanced {
+			t.Errorf("%v: got %d %v, want %d %v", tc.err, got.Code, got.EnhancedCode, tc.code, tc.enhanced)
+		}
+	}
+	if got := deliveryError(virus); got.Message != virus.Message {
+		t.Errorf("reply text %q, want the filter's client text", got.Message)
+	}
+	if got := deliveryError(errors.New("disk I/O error at /var/lib/pimail")); got.Message == "" || strings.Contains(got.Message, "/var/lib") || strings.Contains(got.Message, "disk") {
+		t.Errorf("internal detail leaked or empty: %q", got.Message)
+	}
+}

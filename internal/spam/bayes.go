@@ -1,0 +1,246 @@
+package spam
+
+import (
+	"hash/fnv"
+	"math"
+	"sort"
+	"sync"
+)
+
+// Classifier constants. The token probability follows Gary Robinson's
+// "A Statistical Approach to the Spam Problem" (2003): a per-token
+// estimate shrunk towards 0.5 by the strength s of the prior, combined
+// with Fisher's method (inverse chi-square) into one indicator.
+const (
+	priorStrength = 0.45 // s
+	priorProb     = 0.5  // x
+	minStrength   = 0.1  // tokens with |f-0.5| below this are ignored
+	maxClues      = 150  // strongest tokens used per message
+	// MinTrained is how many spam and how many ham messages a model needs
+	// before its verdict counts.
+	MinTrained = 20
+)
+
+// counts are the messages of each class that contained a token.
+type counts struct{ spam, ham uint32 }
+
+// Model is a token count table. Tokens are kept as 64-bit FNV-1a hashes:
+// compact, and the model file reveals no words of anyone's mail.
+type Model struct {
+	mu        sync.RWMutex
+	nspam     uint32
+	nham      uint32
+	tokens    map[uint64]counts
+	maxTokens int
+	dirty     bool
+}
+
+// NewModel returns an empty model that prunes itself above maxTokens
+// distinct tokens (0 means DefaultMaxTokens).
+func NewModel(maxTokens int) *Model {
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	return &Model{tokens: map[uint64]counts{}, maxTokens: maxTokens}
+}
+
+// DefaultMaxTokens bounds a model: about 20 bytes per token in memory
+// (map entry) and at most 20 on disk.
+const DefaultMaxTokens = 400_000
+
+func hashToken(tok string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(tok))
+	return h.Sum64()
+}
+
+func hashTokens(toks []string) []uint64 {
+	out := make([]uint64, len(toks))
+	for i, t := range toks {
+		out[i] = hashToken(t)
+	}
+	return out
+}
+
+// Counts returns the number of spam and ham messages trained.
+func (m *Model) Counts() (spam, ham int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return int(m.nspam), int(m.nham)
+}
+
+// Size returns the number of distinct tokens.
+func (m *Model) Size() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.tokens)
+}
+
+// learn adds (delta 1) or removes (delta -1) one message's tokens.
+func (m *Model) learn(hashes []uint64, spam bool, delta int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dirty = true
+	if delta > 0 {
+		if spam {
+			m.nspam++
+		} else {
+			m.nham++
+		}
+	} else if spam && m.nspam > 0 {
+		m.nspam--
+	} else if !spam && m.nham > 0 {
+		m.nham--
+	}
+	for _, h := range hashes {
+		c := m.tokens[h]
+		switch {
+		case delta > 0 && spam:
+			c.spam = satAdd(c.spam)
+		case delta > 0:
+			c.ham = satAdd(c.ham)
+		case spam && c.spam > 0:
+			c.spam--
+		case !spam && c.ham > 0:
+			c.ham--
+		}
+		if c.spam == 0 && c.ham == 0 {
+			delete(m.tokens, h)
+		} else {
+			m.tokens[h] = c
+		}
+	}
+	if len(m.tokens) > m.maxTokens {
+		m.prune()
+	}
+}
+
+func satAdd(v uint32) uint32 {
+	if v == math.MaxUint32 {
+		return v
+	}
+	return v + 1
+}
+
+// prune drops the rarest tokens until the model holds at most 90 % of its
+// bound: first those seen in one message, then two, and so on. Rare tokens
+// carry the least evidence and are most of the table. Called with mu held.
+func (m *Model) prune() {
+	target := m.maxTokens * 9 / 10
+	for limit := uint64(1); len(m.tokens) > target && limit < math.MaxUint32; limit *= 2 {
+		for h, c := range m.tokens {
+			if uint64(c.spam)+uint64(c.ham) <= limit {
+				delete(m.tokens, h)
+				if len(m.tokens) <= target {
+					break
+				}
+			}
+		}
+	}
+}
+
+// clue is one token's evidence.
+type clue struct {
+	idx  int // index into the message's token list
+	prob float64
+}
+
+// tokenProb is Robinson's f(w) for a token seen in spamCount of nspam spam
+// and hamCount of nham ham messages.
+func tokenProb(spamCount, hamCount, nspam, nham float64) float64 {
+	n := spamCount + hamCount
+	if n == 0 {
+		return priorProb
+	}
+	sr := spamCount / math.Max(nspam, 1)
+	hr := hamCount / math.Max(nham, 1)
+	p := sr / (sr + hr)
+	return (priorStrength*priorProb + n*p) / (priorStrength + n)
+}
+
+// classify returns the spam probability of a message from the combined
+// counts of the given models (a base model and an account's adjustments),
+// and its strongest clues, strongest first. ok is false when the models
+// together have too little training.
+func classify(hashes []uint64, models ...*Model) (prob float64, clues []clue, ok bool) {
+	var nspam, nham float64
+	for _, m := range models {
+		if m == nil {
+			continue
+		}
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		nspam += float64(m.nspam)
+		nham += float64(m.nham)
+	}
+	if nspam < MinTrained || nham < MinTrained {
+		return 0.5, nil, false
+	}
+	clues = make([]clue, 0, 64)
+	for i, h := range hashes {
+		var s, hm float64
+		for _, m := range models {
+			if m == nil {
+				continue
+			}
+			c := m.tokens[h]
+			s += float64(c.spam)
+			hm += float64(c.ham)
+		}
+		if s+hm == 0 {
+			continue
+		}
+		f := tokenProb(s, hm, nspam, nham)
+		if math.Abs(f-0.5) >= minStrength {
+			clues = append(clues, clue{idx: i, prob: f})
+		}
+	}
+	sort.Slice(clues, func(i, j int) bool {
+		di, dj := math.Abs(clues[i].prob-0.5), math.Abs(clues[j].prob-0.5)
+		if di != dj {
+			return di > dj
+		}
+		return clues[i].idx < clues[j].idx
+	})
+	if len(clues) > maxClues {
+		clues = clues[:maxClues]
+	}
+	return fisher(clues), clues, true
+}
+
+// fisher combines token probabilities with Fisher's method as Robinson
+// proposed: S and H are the confidence that the tokens are not random
+// with respect to spam and to ham; the indicator is (1 + S - H) / 2.
+func fisher(clues []clue) float64 {
+	if len(clues) == 0 {
+		return 0.5
+	}
+	var lnSpam, lnHam float64
+	for _, c := range clues {
+		p := math.Min(math.Max(c.prob, 1e-6), 1-1e-6)
+		lnSpam += math.Log(1 - p)
+		lnHam += math.Log(p)
+	}
+	n := 2 * len(clues)
+	s := 1 - chi2Q(-2*lnSpam, n)
+	h := 1 - chi2Q(-2*lnHam, n)
+	return (1 + s - h) / 2
+}
+
+// chi2Q is the upper tail probability of the chi-square distribution with
+// an even number v of degrees of freedom: Q = exp(-m) Σ_{i<v/2} m^i/i!,
+// m = x/2, summed in log space so that large x does not underflow early.
+func chi2Q(x float64, v int) float64 {
+	if x <= 0 {
+		return 1
+	}
+	m := x / 2
+	logTerm := -m
+	sum := math.Exp(logTerm)
+	lm := math.Log(m)
+	for i := 1; i < v/2; i++ {
+		logTerm += lm - math.Log(float64(i))
+		sum += math.Exp(logTerm)
+	}
+	return math.Min(sum, 1)
+}

@@ -1,0 +1,105 @@
+package spam
+
+import (
+	"sort"
+	"time"
+)
+
+// Hit is one reason a message scored: a rule name and its points
+// (negative points speak for ham).
+type Hit struct {
+	Name  string
+	Score float64
+}
+
+// rule is one header or structure test. Its default weight can be
+// overridden by name in Config.RuleScores.
+type rule struct {
+	name  string
+	score float64
+	desc  string
+	test  func(c *ruleCtx) bool
+}
+
+// ruleCtx is what the rules look at.
+type ruleCtx struct {
+	a   *analysis
+	in  *Input
+	now time.Time // when the message was received
+}
+
+// rules is the table of built-in tests, in report order. The weights are
+// this project's own, set so that no single structural oddity files a
+// message as spam: it takes several, or the classifier's agreement.
+var rules = []rule{
+	// RFC 5322 §3.6: Date and From are required; Message-ID should be there.
+	{"MISSING_DATE", 1.2, "no Date field (RFC 5322 §3.6 requires one)", ruleMissingDate},
+	{"DATE_IN_FUTURE", 1.5, "Date more than 12 hours after receipt", ruleDateFuture},
+	{"DATE_LONG_BEFORE", 0.8, "Date more than 5 days before receipt", ruleDatePast},
+	{"DATE_UNPARSEABLE", 0.8, "Date field does not parse (RFC 5322 §3.3)", ruleDateBad},
+	{"MISSING_FROM", 2.0, "no From field or no address in it", ruleMissingFrom},
+	{"MISSING_MESSAGE_ID", 1.0, "no Message-ID field (RFC 5322 §3.6.4)", ruleMissingMsgID},
+	{"MESSAGE_ID_MALFORMED", 1.0, "Message-ID is not <left@right> (RFC 5322 §3.6.4)", ruleMsgIDMalformed},
+	{"MISSING_TO", 0.6, "no To or Cc field", ruleMissingTo},
+	{"MISSING_SUBJECT", 0.4, "no or empty Subject", ruleMissingSubject},
+	{"SUBJECT_ALL_CAPS", 1.0, "Subject written in capitals", ruleSubjectCaps},
+	{"SUBJECT_MONEY_SHOUT", 0.7, "Subject with $$, !!! or percent-off", ruleSubjectShout},
+	{"FAKE_REPLY", 0.8, "Subject says Re: but there is no In-Reply-To or References", ruleFakeReply},
+	{"FROM_NAME_OTHER_ADDRESS", 1.5, "From display name holds an address of another domain", ruleFromNameAddr},
+	{"FROM_LOCAL_MANY_DIGITS", 0.5, "From local part with many digits", ruleFromDigits},
+	{"REPLYTO_OTHER_DOMAIN", 0.4, "Reply-To in another domain than From", ruleReplyToDiffers},
+	{"ENVFROM_OTHER_DOMAIN", 0.2, "envelope sender in another domain than From", ruleEnvFromDiffers},
+	{"HEADER_8BIT", 0.6, "raw 8-bit bytes in Subject or From (RFC 2047 wanted)", ruleHeader8bit},
+	{"MIME_NO_VERSION", 0.8, "MIME structure without MIME-Version (RFC 2045 §4)", ruleMIMENoVersion},
+	{"HTML_ONLY", 0.7, "HTML body without a text alternative", ruleHTMLOnly},
+	{"HTML_IMAGE_HEAVY", 1.0, "HTML with images and almost no text", ruleImageHeavy},
+	{"HTML_HIDDEN_TEXT", 1.2, "text styled invisible", ruleHiddenText},
+	{"HTML_FORM", 0.8, "HTML form in a message", ruleForm},
+	{"TEXT_BASE64", 0.4, "body text sent as base64", ruleTextBase64},
+	{"BODY_SHOUTING", 0.8, "most letters of the body are capitals", ruleBodyCaps},
+	{"URL_IP_LITERAL", 1.5, "link to a numeric IP address", ruleURLIP},
+	{"URL_TEXT_MISMATCH", 2.0, "link text shows another domain than its target", ruleAnchorMismatch},
+	{"URL_MANY_HOSTS", 0.5, "links to more than 8 different hosts", ruleManyHosts},
+	{"ATTACH_EXEC_NAME", 2.5, "attachment name of a program or script", ruleExecName},
+	// Results of earlier steps, when the input carries them.
+	{"SPF_FAIL", 2.5, "SPF fail (RFC 7208 §2.6.4)", func(c *ruleCtx) bool { return c.in.SPF == "fail" }},
+	{"SPF_SOFTFAIL", 0.8, "SPF softfail (RFC 7208 §2.6.5)", func(c *ruleCtx) bool { return c.in.SPF == "softfail" }},
+	{"DKIM_FAIL", 1.0, "DKIM signature present but failing (RFC 6376 §6.1)", func(c *ruleCtx) bool { return c.in.DKIM == "fail" }},
+	{"DKIM_PASS", -0.3, "valid DKIM signature", func(c *ruleCtx) bool { return c.in.DKIM == "pass" }},
+	{"DMARC_FAIL_REJECT", 4.0, "DMARC fail, domain policy reject (RFC 7489 §6.3)", func(c *ruleCtx) bool { return c.in.DMARC == "fail" && c.in.DMARCPolicy == "reject" }},
+	{"DMARC_FAIL", 1.5, "DMARC fail, policy quarantine or none", func(c *ruleCtx) bool { return c.in.DMARC == "fail" && c.in.DMARCPolicy != "reject" }},
+	{"DMARC_PASS", -0.5, "DMARC pass", func(c *ruleCtx) bool { return c.in.DMARC == "pass" }},
+}
+
+// RuleNames lists the built-in rules with their default weight and a
+// description, for documentation and `pimail spam check`.
+func RuleNames() []Hit {
+	out := make([]Hit, len(rules))
+	for i, r := range rules {
+		out[i] = Hit{r.name, r.score}
+	}
+	return out
+}
+
+// runRules evaluates the table. weights overrides default scores by name;
+// a weight of 0 turns a rule off.
+func runRules(c *ruleCtx, weights map[string]float64) []Hit {
+	var hits []Hit
+	for _, r := range rules {
+		w := r.score
+		if o, ok := weights[r.name]; ok {
+			w = o
+		}
+		if w == 0 || !r.test(c) {
+			continue
+		}
+		hits = append(hits, Hit{r.name, w})
+	}
+	for _, d := range c.in.DNSBL {
+		if d.Score != 0 {
+			hits = append(hits, Hit{"DNSBL_" + d.List, d.Score})
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	return hits
+}

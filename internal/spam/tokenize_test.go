@@ -1,0 +1,85 @@
+package spam
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTokens(t *testing.T) {
+	raw := "From: \"Big Sale\" <deals@shop.example.co.uk>\r\nTo: a@b.test\r\nSubject: =?utf-8?q?Gro=C3=9Fe_Preise?=\r\n" +
+		"X-Spam-Status: No, score=-5\r\nStatus: RO\r\nX-Priority: 1\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" +
+		"Cheap watches! Supercalifragilisticexpialidociousness 中文测试\r\n" +
+		"--b\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+		"<html><script>var hidden=1;</script><p>Visit&nbsp;<a href=3D\"http://www.shop.example.co.uk/x\">our store</a></p></html>\r\n--b--\r\n"
+	toks := Tokens([]byte(raw), nil)
+	for _, want := range []string{
+		"s:große", "s:preise", "fn:big", "fn:sale", "fd:shop.example.co.uk", "fd:example.co.uk",
+		"cheap", "watches", "skip:s30", "中文", "文测", "visit", "store",
+		"url:www.shop.example.co.uk", "url:example.co.uk", "h:x-priority", "hv:x-priority:1",
+		"ct:multipart/alternative", "cs:utf-8", "cte:text:quoted-printable",
+	} {
+		if !slices.Contains(toks, want) {
+			t.Errorf("missing token %q", want)
+		}
+	}
+	for _, bad := range []string{"hidden", "var", "h:x-spam-status", "h:status", "watches!"} {
+		if slices.Contains(toks, bad) {
+			t.Errorf("unexpected token %q", bad)
+		}
+	}
+	// Distinct and bounded.
+	seen := map[string]bool{}
+	for _, tk := range toks {
+		if seen[tk] {
+			t.Fatalf("duplicate %q", tk)
+		}
+		seen[tk] = true
+	}
+	var huge strings.Builder
+	huge.WriteString("Subject: x\r\n\r\n")
+	for i := 0; i < 20000; i++ {
+		huge.WriteString("w" + strings.Repeat("x", i%20) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + " ")
+	}
+	if n := len(Tokens([]byte(huge.String()), nil)); n > maxTokens {
+		t.Fatalf("%d tokens, bound %d", n, maxTokens)
+	}
+}
+
+func TestReduceHTML(t *testing.T) {
+	d := reduceHTML(`<style>p{}</style><p>Hello <b>world</b></p><a href="http://a.test/">a.test</a><img src="http://i.test/x.gif"><form></form>`)
+	if !strings.Contains(d.text, "Hello") || !strings.Contains(d.text, "world") || strings.Contains(d.text, "p{}") {
+		t.Fatalf("text %q", d.text)
+	}
+	if len(d.links) != 1 || d.links[0].text != "a.test" || d.images != 1 || d.forms != 1 || len(d.urls) != 2 {
+		t.Fatalf("doc %+v", d)
+	}
+}
+
+func TestStripFieldsAndFormat(t *testing.T) {
+	raw := "Received: x\r\nX-Spam-Status: No,\r\n\ttests=FAKE\r\nx-spam-score: -100\r\nSubject: s\r\n\r\nX-Spam-Status: body line stays\r\n"
+	got := string(StripHeaders([]byte(raw)))
+	want := "Received: x\r\nSubject: s\r\n\r\nX-Spam-Status: body line stays\r\n"
+	if got != want {
+		t.Fatalf("strip:\n%q\nwant\n%q", got, want)
+	}
+	same := []byte("A: b\r\n\r\nbody")
+	if out := StripHeaders(same); &out[0] != &same[0] {
+		t.Fatal("no-op strip copied")
+	}
+	v := Verdict{Score: 9.5, Action: Junk, Bayes: 0.99, Hits: []Hit{{"BAYES_99", 7.8}, {"URL_IP_LITERAL", 1.5}, {"HTML_ONLY", 0.7}, {"MISSING_DATE", 1.2}, {"MESSAGE_ID_MALFORMED", 1}}}
+	h := FormatHeaders(v, 4)
+	if !strings.HasPrefix(h, "X-Spam-Status: Yes, score=9.50") || !strings.Contains(h, "X-Spam-Score: 9.50\r\n") || !strings.Contains(h, "URL_IP_LITERAL=1.50") {
+		t.Fatalf("headers %q", h)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(h, "\r\n"), "\r\n") {
+		if len(line) > 78 {
+			t.Errorf("line of %d chars: %q", len(line), line)
+		}
+	}
+	// The formatted fields are valid header syntax: they strip cleanly.
+	if out := string(StripHeaders([]byte(h + "Subject: s\r\n\r\n"))); out != "Subject: s\r\n\r\n" {
+		t.Fatalf("formatted fields not strippable: %q", out)
+	}
+}
