@@ -129,6 +129,7 @@ every listener is on loopback. Nothing here is for the internet: see
 		IMAPS: "127.0.0.1:1993",
 		POP3:  "127.0.0.1:1110",
 		POP3S: "127.0.0.1:1995",
+		HTTP:  "127.0.0.1:8080",
 	}
 	cfg.TLS = config.TLS{SelfSigned: true}
 	pw, err := ensureLocalAccount(cfg.Data)
@@ -145,10 +146,11 @@ pimail is running on localhost.
   send mail: SMTP  %s   (no TLS needed on loopback)
   read mail: IMAP  %s   (STARTTLS optional)  IMAPS %s (self-signed)
              POP3  %s   POP3S %s
+  webmail:   http://%s/
 
   try:  swaks --server %s --to %s
   data: %s    stop with Ctrl-C
-`, localAccount, pw, addrs["smtp"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["smtp"], localAccount, cfg.Data)
+`, localAccount, pw, addrs["smtp"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["http"], addrs["smtp"], localAccount, cfg.Data)
 	})
 }
 

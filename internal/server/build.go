@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"pimail/internal/auth"
+	"pimail/internal/av"
+	"pimail/internal/config"
+	"pimail/internal/delivery"
+	"pimail/internal/directory"
+	"pimail/internal/dnsbl"
+	"pimail/internal/dnsresolver"
+	"pimail/internal/imapd"
+	"pimail/internal/pop3d"
+	"pimail/internal/smtpd"
+	"pimail/internal/spam"
+	"pimail/internal/store"
+	"pimail/internal/webmail"
+)
+
+// parts are the running components behind the listeners.
+type parts struct {
+	smtp        *smtpd.Server
+	imap        *imapd.Server
+	pop3        *pop3d.Server
+	http, https *webServer
+}
+
+func (p *parts) close() {
+	p.smtp.Close()
+	p.imap.Close()
+	p.pop3.Close()
+	p.http.Close()
+	p.https.Close()
+}
+
+// build constructs every component from the configuration: the directory
+// view (started), the delivery pipeline with its filters, and the servers.
+func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.Config, logger *slog.Logger) (*parts, error) {
+	dir := directory.New(st, logger)
+	if err := dir.Start(ctx); err != nil {
+		return nil, fmt.Errorf("directory: %w", err)
+	}
+	filters, err := newFilters(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	pipe := delivery.New(st, dir, logger).WithFilters(filters)
+	checker, err := newDNSBL(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	authn := auth.New(st, logger) // one instance: failed logins count across protocols
+	p := &parts{}
+	p.smtp = smtpd.New(smtpd.Config{
+		Hostname:        cfg.Hostname,
+		MaxMessageBytes: cfg.SMTP.MaxMessageSize,
+		MaxRecipients:   cfg.SMTP.MaxRecipients,
+		MaxErrors:       cfg.SMTP.MaxErrors,
+		ReadTimeout:     cfg.SMTP.CommandTimeout.Duration,
+		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
+		TLS:             tlsConf,
+
+		MaxConnections:      cfg.SMTP.MaxConnections,
+		MaxConnectionsPerIP: cfg.SMTP.MaxConnectionsPerIP,
+		ConnectionRate:      cfg.SMTP.ConnectionRate,
+		PregreetWait:        orOff(cfg.SMTP.PregreetWait.Duration),
+		DNSBL:               checker,
+		DNSBLThreshold:      cfg.DNSBL.Threshold,
+	}, dir, pipe, logger.With("proto", "smtp"))
+	p.imap = imapd.New(imapd.Config{
+		Hostname:          cfg.Hostname,
+		TLS:               tlsConf,
+		AllowInsecureAuth: cfg.IMAP.AllowInsecureAuth,
+		AllowLoopbackAuth: true, // DESIGN: plain-text login is fine where nothing crosses a network
+		MaxLineLength:     cfg.IMAP.MaxLineLength,
+		MaxLiteralSize:    cfg.IMAP.MaxLiteralSize,
+		IdleTimeout:       cfg.IMAP.IdleTimeout.Duration,
+	}, st, authn, logger.With("proto", "imap"))
+	p.pop3 = pop3d.New(pop3d.Config{
+		Hostname:          cfg.Hostname,
+		TLS:               tlsConf,
+		AllowInsecureAuth: cfg.POP3.AllowInsecureAuth,
+		MaxLineLength:     cfg.POP3.MaxLineLength,
+		IdleTimeout:       cfg.POP3.IdleTimeout.Duration,
+		MaxErrors:         cfg.POP3.MaxErrors,
+	}, st, authn, logger.With("proto", "pop3"))
+	web := func(secure bool) *webServer {
+		return newWebServer(webmail.New(webmail.Config{
+			Hostname:      cfg.Hostname,
+			SecureCookies: secure,
+			DataDir:       cfg.Data,
+			MaxUploadSize: cfg.SMTP.MaxMessageSize,
+		}, st, authn, pipe, logger.With("proto", "http")), logger)
+	}
+	p.http, p.https = web(false), web(true)
+	return p, nil
+}
+
+// webServer serves HTTP handlers on a listener with timeouts against slow
+// clients. The event stream clears its own write deadline.
+type webServer struct{ srv *http.Server }
+
+func newWebServer(h http.Handler, logger *slog.Logger) *webServer {
+	return &webServer{srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       5 * time.Minute, // uploads of large attachments
+		WriteTimeout:      5 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}}
+}
+
+func (w *webServer) Serve(ln net.Listener) error { return w.srv.Serve(ln) }
+func (w *webServer) Close() error                { return w.srv.Close() }
+
+// newFilters builds the content filters of the delivery pipeline.
+func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error) {
+	var f delivery.Filters
+	if cfg.Spam.Enabled {
+		sf, err := spam.New(spam.Config{
+			Dir:             filepath.Join(cfg.Data, "spam"),
+			JunkThreshold:   cfg.Spam.JunkThreshold,
+			RejectThreshold: cfg.Spam.RejectThreshold,
+			NoReject:        cfg.Spam.NoReject,
+			Logger:          logger.With("component", "spam"),
+		})
+		if err != nil {
+			return f, fmt.Errorf("spam filter: %w", err)
+		}
+		f.Spam = sf
+	}
+	avc := av.Config{
+		NoPolicy:  !cfg.AV.AttachmentPolicy,
+		Policy:    av.PolicyConfig{AllowMacros: cfg.AV.AllowMacros},
+		ClamdDown: cfg.AV.ClamdDown,
+		Logger:    logger.With("component", "av"),
+	}
+	if network, addr, ok := strings.Cut(cfg.AV.Clamd, ":"); ok {
+		avc.Clamd = &av.Clamd{Network: network, Address: addr, Timeout: cfg.AV.ClamdTimeout.Duration}
+	}
+	if !avc.NoPolicy || avc.Clamd != nil {
+		f.AV = av.NewScanner(avc)
+	}
+	return f, nil
+}
+
+// newDNSBL builds the blocklist checker; nil when no zone is configured.
+func newDNSBL(cfg config.Config, logger *slog.Logger) (*dnsbl.Checker, error) {
+	if len(cfg.DNSBL.Zones) == 0 {
+		return nil, nil
+	}
+	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
+	if err != nil {
+		return nil, fmt.Errorf("dns: %w", err)
+	}
+	zones := make([]dnsbl.Zone, len(cfg.DNSBL.Zones))
+	for i, z := range cfg.DNSBL.Zones {
+		zones[i] = dnsbl.Zone{Name: z.Name, BitmapName: z.Bitmap, Weight: z.Weight}
+	}
+	checker, err := dnsbl.New(dnsbl.Config{Zones: zones, Resolver: res, Logger: logger.With("component", "dnsbl")})
+	if err != nil {
+		return nil, fmt.Errorf("dnsbl: %w", err)
+	}
+	return checker, nil
+}
+
+// orOff maps the configuration's "0s means off" to smtpd's negative value.
+func orOff(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}

@@ -1,0 +1,128 @@
+package webmail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"pimail/internal/store"
+)
+
+// maxActionUIDs bounds the messages one action touches.
+const maxActionUIDs = 5000
+
+// localRedirect returns next when it is a path on this site, else fallback.
+func localRedirect(next, fallback string) string {
+	if strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") &&
+		!strings.ContainsAny(next, "\r\n") {
+		return next
+	}
+	return fallback
+}
+
+// action applies one operation to the selected messages of a mailbox:
+// read, unread, flag, unflag, delete, move, junk, notjunk.
+func (s *Server) action(w http.ResponseWriter, r *http.Request, sess *session) {
+	ctx := r.Context()
+	box, err := s.mailboxOf(ctx, sess.accountID, r.PostFormValue("box"))
+	if err != nil {
+		s.httpError(w, r, http.StatusNotFound, "No such folder.", nil)
+		return
+	}
+	var set store.UIDSet
+	for _, v := range r.PostForm["uid"] {
+		u, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || u == 0 {
+			continue
+		}
+		set = append(set, store.UIDRange{Start: uint32(u), Stop: uint32(u)})
+		if len(set) >= maxActionUIDs {
+			break
+		}
+	}
+	back := localRedirect(r.PostFormValue("next"), "/box/"+strconv.FormatInt(box.ID, 10))
+	if len(set) == 0 {
+		http.Redirect(w, r, back, http.StatusSeeOther)
+		return
+	}
+	op := r.PostFormValue("op")
+	if err := s.apply(ctx, sess, box, set, op, r.PostFormValue("target")); err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+			s.httpError(w, r, http.StatusBadRequest, "That action is not possible.", nil)
+			return
+		}
+		s.httpError(w, r, http.StatusInternalServerError, "The action failed.", err)
+		return
+	}
+	// After moving a message away from its page, return to its folder.
+	if strings.HasPrefix(back, "/msg/") && (op == "delete" || op == "move" || op == "junk" || op == "notjunk") {
+		back = "/box/" + strconv.FormatInt(box.ID, 10)
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, set store.UIDSet, op, target string) error {
+	flags := func(fop store.FlagOp, f store.Flags, kw ...string) error {
+		_, err := s.st.StoreFlags(ctx, box.ID, set, fop, f, kw)
+		return err
+	}
+	moveTo := func(special string) error {
+		dst, err := s.specialMailbox(ctx, sess.accountID, special)
+		if err != nil {
+			return err
+		}
+		if dst.ID == box.ID {
+			return nil
+		}
+		_, err = s.st.Move(ctx, box.ID, set, dst.ID)
+		return err
+	}
+	var err error
+	switch op {
+	case "read":
+		err = flags(store.FlagsAdd, store.FlagSeen)
+	case "unread":
+		err = flags(store.FlagsRemove, store.FlagSeen)
+	case "flag":
+		err = flags(store.FlagsAdd, store.FlagFlagged)
+	case "unflag":
+		err = flags(store.FlagsRemove, store.FlagFlagged)
+	case "delete":
+		if box.SpecialUse == store.SpecialTrash {
+			if err = flags(store.FlagsAdd, store.FlagDeleted); err == nil {
+				_, err = s.st.Expunge(ctx, box.ID, set)
+			}
+		} else {
+			err = moveTo(store.SpecialTrash)
+		}
+	case "move":
+		dst, e := s.mailboxOf(ctx, sess.accountID, target)
+		if e != nil {
+			return e
+		}
+		if dst.ID != box.ID {
+			_, err = s.st.Move(ctx, box.ID, set, dst.ID)
+		}
+	case "junk":
+		if err = flags(store.FlagsRemove, 0, "$NotJunk"); err == nil {
+			if err = flags(store.FlagsAdd, 0, "$Junk"); err == nil {
+				err = moveTo(store.SpecialJunk)
+			}
+		}
+	case "notjunk":
+		if err = flags(store.FlagsRemove, 0, "$Junk"); err == nil {
+			if err = flags(store.FlagsAdd, 0, "$NotJunk"); err == nil {
+				err = moveTo(store.SpecialNone)
+			}
+		}
+	default:
+		return fmt.Errorf("action %q: %w", op, store.ErrInvalid)
+	}
+	if err != nil {
+		return fmt.Errorf("action %s on mailbox %d: %w", op, box.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package webmail
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchRequest serves one GET for a logged-in session without the network,
+// so the time measured is the server's own.
+func benchRequest(b *testing.B, f *fixture, path string) {
+	b.Helper()
+	sess := f.srv.sessions.create(f.ids["alice@example.com"], "alice@example.com", time.Now())
+	req := httptest.NewRequest("GET", path, nil)
+	req.AddCookie(&http.Cookie{Name: "pimail", Value: sess.id})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		f.srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%s: %d %s", path, rec.Code, rec.Body.String())
+		}
+	}
+}
+
+func benchFixture(b *testing.B, inbox int) *fixture {
+	f := newFixture(b)
+	for i := range inbox {
+		f.deliver(b, "carol@example.net", []string{"alice@example.com"},
+			fmt.Sprintf("From: Carol <carol@example.net>\nTo: alice@example.com\nSubject: message number %d\nDate: Mon, 2 Jan 2006 15:04:05 +0000\n\n%s\n", i, strings.Repeat("some text here ", 50)))
+	}
+	return f
+}
+
+// BenchmarkInboxPage renders the first page (50 rows) of a 500-message inbox.
+func BenchmarkInboxPage(b *testing.B) {
+	f := benchFixture(b, 500)
+	benchRequest(b, f, "/box/"+itoa(f.box(b, "alice@example.com", "INBOX").ID))
+}
+
+func big(n int, line string) string {
+	var s strings.Builder
+	for s.Len() < n {
+		s.WriteString(line)
+	}
+	return s.String()
+}
+
+// BenchmarkReadPlain120K reads a 120 KB text/plain message.
+func BenchmarkReadPlain120K(b *testing.B) {
+	f := benchFixture(b, 0)
+	f.deliver(b, "carol@example.net", []string{"alice@example.com"}, "From: carol@example.net\nSubject: big\n\n"+
+		big(120_000, "A line of text with a link https://example.org/a/b?c=d and more words.\n"))
+	benchRequest(b, f, "/msg/"+itoa(f.box(b, "alice@example.com", "INBOX").ID)+"/1")
+}
+
+const htmlLine = `<p style="color: #333">A paragraph with <b>bold</b>, <a href="https://example.org/x">a link</a> and <img src="https://img.example/a.png"> image.</p>` + "\n"
+
+// BenchmarkReadHTML120K is the read page plus its sanitised body frame
+// (sanitised once, then served from the cache: blobs never change).
+func BenchmarkReadHTML120K(b *testing.B) {
+	f := benchFixture(b, 0)
+	f.deliver(b, "carol@example.net", []string{"alice@example.com"}, "From: carol@example.net\nSubject: big\nContent-Type: text/html\n\n"+big(120_000, htmlLine))
+	id := itoa(f.box(b, "alice@example.com", "INBOX").ID)
+	b.Run("page", func(b *testing.B) { benchRequest(b, f, "/msg/"+id+"/1") })
+	b.Run("body", func(b *testing.B) { benchRequest(b, f, "/msg/"+id+"/1/body") })
+}
+
+// BenchmarkSanitize120K is the uncached cost of sanitising a 120 KB body:
+// what the first view of such a message pays.
+func BenchmarkSanitize120K(b *testing.B) {
+	z := newSanitizer()
+	in := big(120_000, htmlLine)
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		z.sanitize(in, false, nil)
+	}
+}
+
+// BenchmarkReadPlain120KFewLinks is a 120 KB text message with ordinary
+// prose (one link per 2 KB), closer to real mail than a link per line.
+func BenchmarkReadPlain120KFewLinks(b *testing.B) {
+	f := benchFixture(b, 0)
+	f.deliver(b, "carol@example.net", []string{"alice@example.com"}, "From: carol@example.net\nSubject: big\n\n"+
+		big(120_000, strings.Repeat("A line of ordinary prose, seventy characters long or thereabouts.\n", 30)+"See https://example.org/x\n"))
+	benchRequest(b, f, "/msg/"+itoa(f.box(b, "alice@example.com", "INBOX").ID)+"/1")
+}

@@ -1,0 +1,254 @@
+package webmail
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/microcosm-cc/bluemonday"
+
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+// composeData is the compose form.
+type composeData struct {
+	view
+	To, Cc, Bcc string
+	Subject     string
+	Body        string
+	InReplyTo   string
+	References  string
+	Mode        string // "", reply, all, forward, draft
+	SrcBox      int64
+	SrcUID      uint32
+	Keep        []attachment // attachments carried over from the source message
+	DraftUID    uint32       // the draft being edited, in Drafts
+	MaxUpload   string
+}
+
+// formAddr renders an address for a form field: decoded display name,
+// quoted when it holds characters that would split the list.
+func formAddr(a message.Address) string {
+	name := cleanHeaderText(message.DecodeHeaderValue(a.Name))
+	if name == "" {
+		return a.Addr()
+	}
+	if strings.ContainsAny(name, `,;<>@:"()[]\`) {
+		name = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(name) + `"`
+	}
+	return name + " <" + a.Addr() + ">"
+}
+
+func formAddrs(list []message.Address, skip map[string]bool) []string {
+	var out []string
+	for _, a := range list {
+		if a.Group != "" || a.End || a.Mailbox == "" {
+			continue
+		}
+		k := strings.ToLower(a.Addr())
+		if skip[k] {
+			continue
+		}
+		skip[k] = true
+		out = append(out, formAddr(a))
+	}
+	return out
+}
+
+func prefixSubject(prefix, subj string) string {
+	if strings.HasPrefix(strings.ToLower(subj), strings.ToLower(prefix)) {
+		return subj
+	}
+	return prefix + " " + subj
+}
+
+var textPolicy = bluemonday.StrictPolicy()
+
+// messageText returns the message's body as plain text: the text/plain
+// part, or the HTML part with its tags removed.
+func messageText(raw []byte, root *message.Part) string {
+	plain, html, _, _ := bodyParts(root)
+	if plain != nil {
+		if t, err := message.DecodeText(raw, plain); err == nil {
+			return t
+		}
+	}
+	if html != nil {
+		if t, err := message.DecodeText(raw, html); err == nil {
+			return htmlToText(t)
+		}
+	}
+	return ""
+}
+
+func htmlToText(h string) string {
+	r := strings.NewReplacer("<br>", "\n", "<br/>", "\n", "<br />", "\n", "</p>", "\n\n", "</div>", "\n", "</tr>", "\n", "</li>", "\n")
+	t := textPolicy.Sanitize(r.Replace(h))
+	return unescapeEntities(t)
+}
+
+func quote(text string) string {
+	var b strings.Builder
+	for line := range strings.Lines(strings.TrimRight(strings.ReplaceAll(text, "\r\n", "\n"), "\n")) {
+		line = strings.TrimRight(line, "\n")
+		if strings.HasPrefix(line, ">") {
+			b.WriteString(">" + line + "\n")
+		} else {
+			b.WriteString("> " + line + "\n")
+		}
+	}
+	return b.String()
+}
+
+func (s *Server) composePage(w http.ResponseWriter, r *http.Request, sess *session) {
+	v, ok := s.newView(w, r, sess, "Compose")
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	d := composeData{view: v, Mode: q.Get("mode"), MaxUpload: formatSize(s.cfg.MaxUploadSize)}
+	if to := q.Get("to"); to != "" {
+		d.To = cleanHeaderText(to)
+	}
+	pr, err := s.prefs.get(sess.accountID)
+	if err != nil {
+		s.log.Error("read prefs", "err", err)
+	}
+	sig := ""
+	if pr.Signature != "" {
+		sig = "\n\n-- \n" + pr.Signature
+	}
+	d.Body = sig
+	if d.Mode != "" {
+		l, err := s.loadMessage(r.Context(), sess, q.Get("box"), q.Get("uid"))
+		if err != nil {
+			s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
+			return
+		}
+		s.prefill(&d, l, sess, sig)
+	}
+	if n := q.Get("notice"); n == "saved" {
+		d.Notice = "Draft saved."
+	}
+	s.page(w, r, "compose", d)
+}
+
+// prefill fills the form for a reply, reply-all, forward or draft of l.
+func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
+	p := l.meta.Parsed
+	env := p.Envelope
+	d.SrcBox, d.SrcUID = l.box.ID, l.meta.UID
+	text := messageText(l.raw, p.Body)
+	_, fromAddr := displayAddr(env.From)
+	fromLabel := p.From
+	date := p.Date
+	if date.IsZero() {
+		date = l.meta.InternalDate
+	}
+	refs := func() {
+		var ids []string
+		for _, id := range p.References {
+			ids = append(ids, "<"+id+">")
+		}
+		if env.MessageID != "" {
+			ids = append(ids, env.MessageID)
+			d.InReplyTo = env.MessageID
+		}
+		if len(ids) > 20 { // keep the first and the most recent (RFC 5322 §3.6.4)
+			ids = append(ids[:1], ids[len(ids)-19:]...)
+		}
+		d.References = strings.Join(ids, " ")
+	}
+	switch d.Mode {
+	case "reply", "all":
+		self := map[string]bool{strings.ToLower(sess.address): true}
+		replyTo := env.ReplyTo
+		if len(replyTo) == 0 {
+			replyTo = env.From
+		}
+		// Replying to one's own sent message goes to its recipients.
+		if strings.EqualFold(fromAddr, sess.address) && len(env.ReplyTo) == 0 {
+			replyTo = env.To
+		}
+		d.To = strings.Join(formAddrs(replyTo, self), ", ")
+		if d.Mode == "all" {
+			rest := append(append([]message.Address{}, env.To...), env.Cc...)
+			d.Cc = strings.Join(formAddrs(rest, self), ", ")
+		}
+		d.Subject = prefixSubject("Re:", p.Subject)
+		d.Body = "\n" + sig + "\n\nOn " + date.Local().Format("Mon, 2 Jan 2006 15:04") + ", " + fromLabel + " wrote:\n" + quote(text)
+		refs()
+	case "forward":
+		d.Subject = prefixSubject("Fwd:", p.Subject)
+		var b strings.Builder
+		b.WriteString("\n" + sig + "\n\n---------- Forwarded message ----------\n")
+		fmt.Fprintf(&b, "From: %s\nDate: %s\nSubject: %s\nTo: %s\n", fromLabel, date.Local().Format("Mon, 2 Jan 2006 15:04"), p.Subject, p.To)
+		if p.Cc != "" {
+			fmt.Fprintf(&b, "Cc: %s\n", p.Cc)
+		}
+		b.WriteString("\n" + text)
+		d.Body = b.String()
+		d.Keep = attachments(p.Body)
+		refs()
+		d.InReplyTo = ""
+	case "draft":
+		skip := map[string]bool{}
+		d.To = strings.Join(formAddrs(env.To, skip), ", ")
+		d.Cc = strings.Join(formAddrs(env.Cc, skip), ", ")
+		d.Bcc = strings.Join(formAddrs(env.Bcc, skip), ", ")
+		d.Subject = p.Subject
+		d.Body = text
+		d.Keep = attachments(p.Body)
+		d.InReplyTo = env.InReplyTo
+		var ids []string
+		for _, id := range p.References {
+			ids = append(ids, "<"+id+">")
+		}
+		d.References = strings.Join(ids, " ")
+		if l.box.SpecialUse == store.SpecialDrafts {
+			d.DraftUID = l.meta.UID
+		}
+	}
+}
+
+// redisplay shows the form again with the submitted values and an error.
+func (s *Server) redisplay(w http.ResponseWriter, r *http.Request, sess *session, code int, msg string) {
+	v, ok := s.newView(w, r, sess, "Compose")
+	if !ok {
+		return
+	}
+	f := r.PostFormValue
+	d := composeData{view: v, To: f("to"), Cc: f("cc"), Bcc: f("bcc"), Subject: f("subject"), Body: f("body"),
+		InReplyTo: f("in_reply_to"), References: f("references"), Mode: f("mode"), MaxUpload: formatSize(s.cfg.MaxUploadSize)}
+	d.SrcBox, _ = strconv.ParseInt(f("src_box"), 10, 64)
+	if u, err := strconv.ParseUint(f("src_uid"), 10, 32); err == nil {
+		d.SrcUID = uint32(u)
+	}
+	if u, err := strconv.ParseUint(f("draft_uid"), 10, 32); err == nil {
+		d.DraftUID = uint32(u)
+	}
+	if d.SrcUID != 0 {
+		if l, err := s.loadMessage(r.Context(), sess, f("src_box"), f("src_uid")); err == nil {
+			keep := map[string]bool{}
+			for _, k := range r.PostForm["keep"] {
+				keep[k] = true
+			}
+			for _, a := range attachments(l.meta.Parsed.Body) {
+				if keep[strconv.Itoa(a.Index)] {
+					d.Keep = append(d.Keep, a)
+				}
+			}
+		}
+	}
+	if r.MultipartForm != nil && len(r.MultipartForm.File["files"]) > 0 {
+		msg += " Please attach your files again."
+	}
+	d.Error = msg
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if err := s.tmpl.render(w, "compose", d); err != nil {
+		s.log.Error("render compose", "err", err)
+	}
+}

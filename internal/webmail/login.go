@@ -1,0 +1,181 @@
+package webmail
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"pimail/internal/auth"
+)
+
+// handler is a request handler that runs with a valid session.
+type handler func(w http.ResponseWriter, r *http.Request, sess *session)
+
+func (s *Server) sessionCookie() string {
+	if s.cfg.SecureCookies {
+		return "__Host-pimail"
+	}
+	return "pimail"
+}
+
+func (s *Server) loginCookie() string {
+	if s.cfg.SecureCookies {
+		return "__Host-pimail-login"
+	}
+	return "pimail-login"
+}
+
+func (s *Server) setCookie(w http.ResponseWriter, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name:     name,
+		Value:    value,
+		Path:     "/",
+		MaxAge:   maxAge,
+		HttpOnly: true,
+		Secure:   s.cfg.SecureCookies,
+		SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// currentSession returns the request's live session, if any.
+func (s *Server) currentSession(r *http.Request) (*session, bool) {
+	c, err := r.Cookie(s.sessionCookie())
+	if err != nil {
+		return nil, false
+	}
+	return s.sessions.get(c.Value, s.now())
+}
+
+// crossSite reports a request that a browser marked as coming from another
+// site, or whose Origin is not this host: such requests never change state.
+func crossSite(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return true
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// authed wraps h: it requires a live session and, for every method but GET
+// and HEAD, a CSRF token (form field "csrf" or header X-CSRF-Token) and a
+// same-origin request. Request bodies are bounded by MaxUploadSize.
+func (s *Server) authed(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := s.currentSession(r)
+		if !ok {
+			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" && r.Header.Get("X-Requested-With") == "" {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			s.httpError(w, r, http.StatusUnauthorized, "Your session has expired. Please log in again.", nil)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if crossSite(r) {
+				s.httpError(w, r, http.StatusForbidden, "Cross-site request refused.", nil)
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadSize+1<<20)
+			var err error
+			if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+				err = r.ParseMultipartForm(8 << 20)
+				if r.MultipartForm != nil {
+					defer r.MultipartForm.RemoveAll()
+				}
+			} else {
+				err = r.ParseForm()
+			}
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					s.httpError(w, r, http.StatusRequestEntityTooLarge, "The upload is too large.", nil)
+					return
+				}
+				s.httpError(w, r, http.StatusBadRequest, "The form could not be read.", nil)
+				return
+			}
+			tok := r.PostFormValue("csrf")
+			if tok == "" {
+				tok = r.Header.Get("X-CSRF-Token")
+			}
+			if !tokenEqual(tok, sess.csrf) {
+				s.log.Warn("CSRF token mismatch", "remote", remoteIP(r), "user", sess.address, "path", r.URL.Path)
+				s.httpError(w, r, http.StatusForbidden, "The form has expired. Go back, reload and try again.", nil)
+				return
+			}
+		}
+		h(w, r, sess)
+	}
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.currentSession(r); ok {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.renderLogin(w, r, http.StatusOK, "")
+}
+
+// renderLogin shows the login form with a fresh login-CSRF token, sent
+// both as a cookie and as a form field (double submit): a forged
+// cross-site login cannot read the cookie.
+func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	tok := randomToken()
+	s.setCookie(w, s.loginCookie(), tok, 3600)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if err := s.tmpl.render(w, "login", map[string]any{"CSRF": tok, "Error": msg, "Host": s.cfg.Hostname}); err != nil {
+		s.log.Error("render login", "err", err)
+	}
+}
+
+func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		s.renderLogin(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	c, err := r.Cookie(s.loginCookie())
+	if crossSite(r) || err != nil || !tokenEqual(c.Value, r.PostFormValue("csrf")) {
+		s.renderLogin(w, r, http.StatusForbidden, "The login form expired. Please try again.")
+		return
+	}
+	user := strings.TrimSpace(r.PostFormValue("username"))
+	acct, err := s.authn.Authenticate(r.Context(), user, r.PostFormValue("password"), remoteIP(r))
+	switch {
+	case errors.Is(err, auth.ErrRateLimited):
+		s.renderLogin(w, r, http.StatusTooManyRequests, "Too many failed logins. Please wait and try again later.")
+		return
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		s.renderLogin(w, r, http.StatusUnauthorized, "Wrong address or password.")
+		return
+	case err != nil:
+		s.log.Error("login", "err", err)
+		s.renderLogin(w, r, http.StatusInternalServerError, "Login is not possible right now.")
+		return
+	}
+	// No fixation: whatever session cookie came in is discarded, and a new
+	// random id is issued.
+	if old, err := r.Cookie(s.sessionCookie()); err == nil {
+		s.sessions.delete(old.Value)
+	}
+	sess := s.sessions.create(acct.ID, acct.Address, s.now())
+	s.setCookie(w, s.sessionCookie(), sess.id, 0)
+	s.setCookie(w, s.loginCookie(), "", -1)
+	s.log.Info("webmail login", "user", acct.Address, "remote", remoteIP(r))
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.sessions.delete(sess.id)
+	s.setCookie(w, s.sessionCookie(), "", -1)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}

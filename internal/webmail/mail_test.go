@@ -1,0 +1,253 @@
+package webmail
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pimail/internal/delivery"
+	"pimail/internal/store"
+)
+
+func TestListAndRead(t *testing.T) {
+	f := newFixture(t)
+	f.deliver(t, "carol@example.net", []string{"alice@example.com"}, simpleMail)
+	f.deliver(t, "carol@example.net", []string{"alice@example.com"}, "From: x@example.net\nSubject: <b>second</b>\nContent-Type: multipart/mixed; boundary=BB\n\n--BB\nContent-Type: text/plain\n\nbody\n--BB\nContent-Type: application/pdf\nContent-Disposition: attachment; filename=a.pdf\n\nJVBE\n--BB--\n")
+	c := f.client(t)
+	c.login("alice@example.com")
+	inbox := f.box(t, "alice@example.com", "INBOX")
+	resp, body := c.get("/box/" + itoa(inbox.ID))
+	expectStatus(t, resp, http.StatusOK, body)
+	i1, i2 := strings.Index(body, "Hello there"), strings.Index(body, "&lt;b&gt;second&lt;/b&gt;")
+	if i1 < 0 || i2 < 0 || i2 > i1 {
+		t.Fatalf("list lacks messages newest first (escaped): %d %d", i1, i2)
+	}
+	if !strings.Contains(body, `<b class="count">2</b>`) || !strings.Contains(body, "Carol Sender") || !strings.Contains(body, `title="Has attachments"`) {
+		t.Fatalf("list lacks unread count, sender or attachment marker:\n%s", body)
+	}
+	resp, body = c.get("/msg/" + itoa(inbox.ID) + "/1")
+	expectStatus(t, resp, http.StatusOK, body)
+	if !strings.Contains(body, `<a href="https://example.org/page" rel="noopener noreferrer" target="_blank">https://example.org/page</a>`) {
+		t.Fatalf("link not made clickable:\n%s", body)
+	}
+	if m := f.metas(t, "alice@example.com", "INBOX"); m[0].Flags&store.FlagSeen == 0 {
+		t.Fatal("reading did not mark seen")
+	}
+	resp, body = c.get("/box/" + itoa(inbox.ID))
+	if !strings.Contains(body, `<b class="count">1</b>`) {
+		t.Fatal("unread count not updated")
+	}
+}
+
+func TestPaging(t *testing.T) {
+	f := newFixture(t)
+	f.srv.cfg.PageSize = 3
+	for i := range 7 {
+		f.deliver(t, "carol@example.net", []string{"alice@example.com"}, "Subject: msg-"+string(rune('a'+i))+"\n\nx\n")
+	}
+	c := f.client(t)
+	c.login("alice@example.com")
+	id := itoa(f.box(t, "alice@example.com", "INBOX").ID)
+	_, p0 := c.get("/box/" + id)
+	_, p2 := c.get("/box/" + id + "?page=2")
+	if !strings.Contains(p0, "msg-g") || strings.Contains(p0, "msg-d") || !strings.Contains(p0, "Page 1 of 3") {
+		t.Fatalf("page 0 wrong:\n%s", p0)
+	}
+	if !strings.Contains(p2, "msg-a") || strings.Contains(p2, "msg-b") {
+		t.Fatalf("page 2 wrong")
+	}
+}
+
+func TestActions(t *testing.T) {
+	f := newFixture(t)
+	for range 3 {
+		f.deliver(t, "carol@example.net", []string{"alice@example.com"}, simpleMail)
+	}
+	c := f.client(t)
+	c.login("alice@example.com")
+	u := "alice@example.com"
+	inbox := f.box(t, u, "INBOX")
+	act := func(box store.Mailbox, op string, uids ...string) {
+		t.Helper()
+		v := url.Values{"box": {itoa(box.ID)}, "op": {op}, "uid": uids}
+		if op == "move" {
+			v.Set("target", itoa(f.box(t, u, "Archive").ID))
+		}
+		resp, body := c.post("/act", v)
+		expectStatus(t, resp, http.StatusSeeOther, body)
+	}
+	act(inbox, "flag", "1")
+	act(inbox, "read", "1", "2")
+	act(inbox, "unread", "2")
+	m := f.metas(t, u, "INBOX")
+	if m[0].Flags != store.FlagFlagged|store.FlagSeen || m[1].Flags != 0 {
+		t.Fatalf("flags: %v %v", m[0].Flags, m[1].Flags)
+	}
+	act(inbox, "move", "3")
+	if len(f.metas(t, u, "Archive")) != 1 {
+		t.Fatal("move failed")
+	}
+	act(inbox, "junk", "2")
+	j := f.metas(t, u, "Junk")
+	if len(j) != 1 || !slices.Contains(j[0].Keywords, "$Junk") {
+		t.Fatalf("junk: %+v", j)
+	}
+	act(f.box(t, u, "Junk"), "notjunk", itoa(int64(j[0].UID)))
+	in := f.metas(t, u, "INBOX")
+	if len(in) != 2 || !slices.Contains(in[1].Keywords, "$NotJunk") || slices.Contains(in[1].Keywords, "$Junk") {
+		t.Fatalf("not junk: %+v", in)
+	}
+	act(inbox, "delete", "1")
+	tr := f.metas(t, u, "Trash")
+	if len(tr) != 1 || len(f.metas(t, u, "INBOX")) != 1 {
+		t.Fatal("delete did not move to Trash")
+	}
+	act(f.box(t, u, "Trash"), "delete", itoa(int64(tr[0].UID)))
+	if len(f.metas(t, u, "Trash")) != 0 {
+		t.Fatal("delete in Trash did not expunge")
+	}
+	resp, _ := c.post("/act", url.Values{"box": {itoa(inbox.ID)}, "op": {"bogus"}, "uid": {"4"}})
+	expectStatus(t, resp, http.StatusBadRequest, "")
+}
+
+func TestFolders(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t)
+	c.login("alice@example.com")
+	resp, body := c.post("/folders", url.Values{"op": {"create"}, "name": {"Projects/2024"}})
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	b := f.box(t, "alice@example.com", "Projects/2024")
+	resp, body = c.post("/folders", url.Values{"op": {"rename"}, "box": {itoa(b.ID)}, "name": {"Projects/Old"}})
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	b = f.box(t, "alice@example.com", "Projects/Old")
+	resp, _ = c.post("/folders", url.Values{"op": {"create"}, "name": {"bad\r\nname"}})
+	expectStatus(t, resp, http.StatusBadRequest, "")
+	resp, _ = c.post("/folders", url.Values{"op": {"delete"}, "box": {itoa(f.box(t, "alice@example.com", "Sent").ID)}})
+	expectStatus(t, resp, http.StatusBadRequest, "")
+	resp, body = c.post("/folders", url.Values{"op": {"delete"}, "box": {itoa(b.ID)}})
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	if _, err := f.st.Mailbox(context.Background(), f.ids["alice@example.com"], "Projects/Old"); err == nil {
+		t.Fatal("folder not deleted")
+	}
+}
+
+func TestSearch(t *testing.T) {
+	f := newFixture(t)
+	f.deliver(t, "carol@example.net", []string{"alice@example.com"}, simpleMail)
+	f.deliver(t, "dave@example.net", []string{"alice@example.com"}, "From: dave@example.net\nSubject: quarterly\nContent-Transfer-Encoding: quoted-printable\n\nthe zebra=\n crossing\n")
+	c := f.client(t)
+	c.login("alice@example.com")
+	for q, want := range map[string]string{"zebra crossing": "quarterly", "CAROL": "Hello there", "hello": "Hello there"} {
+		_, body := c.get("/search?q=" + url.QueryEscape(q))
+		if !strings.Contains(body, want) || !strings.Contains(body, "1 found") {
+			t.Errorf("search %q: want %q in result", q, want)
+		}
+	}
+	_, body := c.get("/search?q=nothing-like-this")
+	if !strings.Contains(body, "0 found") {
+		t.Error("search for absent text found something")
+	}
+}
+
+func TestSettings(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t)
+	c.login("alice@example.com")
+	resp, body := c.post("/settings", url.Values{"display_name": {"Alice\r\nBcc: evil@example.net"}, "signature": {"Alice A."}})
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	b, err := os.ReadFile(filepath.Join(f.dir, "webmail", itoa(f.ids["alice@example.com"])+".json"))
+	if err != nil || !strings.Contains(string(b), "Alice A.") {
+		t.Fatalf("prefs not persisted: %v %s", err, b)
+	}
+	_, body = c.get("/compose")
+	if !strings.Contains(body, "-- \nAlice A.") {
+		t.Fatal("signature not in new message")
+	}
+	resp, body = c.post("/compose", url.Values{"to": {"bob@example.com"}, "subject": {"hi"}, "body": {"x"}, "action": {"send"}})
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	raw := f.raw(t, "bob@example.com", "INBOX", 0)
+	if !strings.Contains(raw, "From: \"Alice  Bcc: evil@example.net\" <alice@example.com>") && !strings.Contains(raw, "From: \"Alice Bcc: evil@example.net\"") {
+		t.Fatalf("display name not used or not contained:\n%s", raw)
+	}
+	if hasHeader(raw, "Bcc") {
+		t.Fatal("display name injected a header")
+	}
+	// Password change needs the old password.
+	resp, _ = c.post("/settings/password", url.Values{"old": {"wrong"}, "new": {"a new secret pw"}, "confirm": {"a new secret pw"}})
+	expectStatus(t, resp, http.StatusForbidden, "")
+	resp, body = c.post("/settings/password", url.Values{"old": {testPassword}, "new": {"a new secret pw"}, "confirm": {"a new secret pw"}})
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	if _, err := f.srv.authn.Authenticate(context.Background(), "alice@example.com", "a new secret pw", "127.0.0.1"); err != nil {
+		t.Fatalf("new password not accepted: %v", err)
+	}
+}
+
+func TestEventsStream(t *testing.T) {
+	f := newFixture(t)
+	c := f.client(t)
+	c.login("alice@example.com")
+	req, _ := http.NewRequest("GET", f.ts.URL+"/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req = req.WithContext(ctx)
+	c.http.Timeout = 0
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Scan() // retry line
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.pipe.Deliver(context.Background(), delivery.Envelope{MailFrom: "carol@example.net", Recipients: []string{"alice@example.com"}},
+			[]byte(strings.ReplaceAll(simpleMail, "\n", "\r\n")))
+		errc <- err
+	}()
+	inbox := itoa(f.box(t, "alice@example.com", "INBOX").ID)
+	for i := 0; i < 20 && sc.Scan(); i++ {
+		if sc.Text() == "data: "+inbox {
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no change event for the inbox: %v", sc.Err())
+}
+
+// raw returns the i-th message of a mailbox as text.
+func (f *fixture) raw(t testing.TB, user, box string, i int) string {
+	t.Helper()
+	ms := f.metas(t, user, box)
+	if len(ms) <= i {
+		t.Fatalf("%s %s has %d messages, want > %d", user, box, len(ms), i)
+	}
+	b, err := f.st.ReadBlob(context.Background(), ms[i].BlobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// hasHeader reports whether the message's header has a field name.
+func hasHeader(raw, name string) bool {
+	head, _, _ := strings.Cut(raw, "\r\n\r\n")
+	for _, line := range strings.Split(head, "\r\n") {
+		if k, _, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,357 @@
+package webmail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+// folder is one mailbox in the sidebar.
+type folder struct {
+	ID       int64
+	Name     string // full name
+	Label    string // last level
+	Depth    int
+	Special  string
+	Messages int
+	Unseen   int
+}
+
+// view is what every logged-in page shows around its content.
+type view struct {
+	Title   string
+	User    string
+	CSRF    string
+	Folders []folder
+	Current int64 // mailbox shown, 0 for none
+	Error   string
+	Notice  string
+}
+
+// specialOrder puts the default mailboxes first, in their usual order.
+func specialOrder(f folder) int {
+	for i, d := range store.DefaultMailboxes {
+		if strings.EqualFold(d.Name, f.Name) && (d.SpecialUse == f.Special || i == 0) {
+			return i
+		}
+	}
+	return len(store.DefaultMailboxes)
+}
+
+// folders lists the account's mailboxes with their counters.
+func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error) {
+	boxes, err := s.st.Mailboxes(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list mailboxes: %w", err)
+	}
+	// Counters are cached per account and reused while no mailbox's
+	// UIDNEXT or HIGHESTMODSEQ moved (every append, flag change and
+	// expunge moves one), so a page costs one query instead of one per
+	// mailbox.
+	var key strings.Builder
+	for _, b := range boxes {
+		fmt.Fprintf(&key, "%d/%s/%d/%d;", b.ID, b.Name, b.UIDNext, b.HighestModSeq)
+	}
+	s.folderCache.mu.Lock()
+	c, ok := s.folderCache.m[accountID]
+	s.folderCache.mu.Unlock()
+	if ok && c.key == key.String() {
+		return slices.Clone(c.folders), nil
+	}
+	out := make([]folder, 0, len(boxes))
+	for _, b := range boxes {
+		stat, err := s.st.MailboxStatus(ctx, accountID, b.Name)
+		if err != nil {
+			return nil, fmt.Errorf("mailbox status %q: %w", b.Name, err)
+		}
+		depth := strings.Count(b.Name, store.HierarchySeparator)
+		label := b.Name[strings.LastIndex(b.Name, store.HierarchySeparator)+1:]
+		out = append(out, folder{ID: b.ID, Name: b.Name, Label: label, Depth: depth,
+			Special: b.SpecialUse, Messages: stat.Messages, Unseen: stat.Unseen})
+	}
+	slices.SortStableFunc(out, func(a, b folder) int {
+		if oa, ob := specialOrder(a), specialOrder(b); oa != ob {
+			return oa - ob
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	s.folderCache.mu.Lock()
+	if len(s.folderCache.m) > 10000 {
+		clear(s.folderCache.m)
+	}
+	s.folderCache.m[accountID] = folderEntry{key: key.String(), folders: slices.Clone(out)}
+	s.folderCache.mu.Unlock()
+	return out, nil
+}
+
+type folderCache struct {
+	mu sync.Mutex
+	m  map[int64]folderEntry
+}
+
+type folderEntry struct {
+	key     string
+	folders []folder
+}
+
+// newView loads what every page shows; on failure it has answered.
+func (s *Server) newView(w http.ResponseWriter, r *http.Request, sess *session, title string) (view, bool) {
+	fs, err := s.folders(r.Context(), sess.accountID)
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The mailbox list could not be read.", err)
+		return view{}, false
+	}
+	return view{Title: title, User: sess.address, CSRF: sess.csrf, Folders: fs}, true
+}
+
+// folderByID finds one of the view's folders.
+func (v *view) folderByID(id int64) (folder, bool) {
+	for _, f := range v.Folders {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return folder{}, false
+}
+
+// folderBySpecial finds the account's mailbox with a special use.
+func (v *view) folderBySpecial(special string) (folder, bool) {
+	for _, f := range v.Folders {
+		if f.Special == special {
+			return f, true
+		}
+	}
+	return folder{}, false
+}
+
+// mailboxOf resolves a mailbox id from the URL to one of the account's
+// mailboxes: ids of other accounts are simply not found.
+func (s *Server) mailboxOf(ctx context.Context, accountID int64, raw string) (store.Mailbox, error) {
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("mailbox id %q: %w", raw, store.ErrNotFound)
+	}
+	boxes, err := s.st.Mailboxes(ctx, accountID)
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("list mailboxes: %w", err)
+	}
+	for _, b := range boxes {
+		if b.ID == id {
+			return b, nil
+		}
+	}
+	return store.Mailbox{}, fmt.Errorf("mailbox %d: %w", id, store.ErrNotFound)
+}
+
+// specialMailbox returns the account's mailbox with the given special use,
+// creating it under its default name when missing.
+func (s *Server) specialMailbox(ctx context.Context, accountID int64, special string) (store.Mailbox, error) {
+	boxes, err := s.st.Mailboxes(ctx, accountID)
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("list mailboxes: %w", err)
+	}
+	name := "INBOX"
+	for _, b := range boxes {
+		if special != store.SpecialNone && b.SpecialUse == special {
+			return b, nil
+		}
+		if special == store.SpecialNone && strings.EqualFold(b.Name, "INBOX") {
+			return b, nil
+		}
+	}
+	for _, d := range store.DefaultMailboxes {
+		if d.SpecialUse == special {
+			name = d.Name
+		}
+	}
+	m, err := s.st.CreateMailbox(ctx, accountID, name, special)
+	if errors.Is(err, store.ErrExists) {
+		return s.st.Mailbox(ctx, accountID, name)
+	}
+	if err != nil {
+		return store.Mailbox{}, fmt.Errorf("create mailbox %s: %w", name, err)
+	}
+	return m, nil
+}
+
+// row is one message in a list.
+type row struct {
+	Box        int64
+	UID        uint32
+	Who        string // sender, or recipients in Sent and Drafts
+	WhoAddr    string
+	Subject    string
+	Date       string
+	FullDate   string
+	Size       string
+	Seen       bool
+	Flagged    bool
+	Answered   bool
+	Draft      bool
+	Junk       bool
+	Attachment bool
+}
+
+// listData is the message list page.
+type listData struct {
+	view
+	Box       folder
+	Rows      []row
+	Page      int
+	Pages     int
+	Total     int
+	ShowTo    bool
+	Query     string
+	Scanned   int
+	Truncated bool
+	Targets   []folder // for "move to"
+}
+
+func hasKeyword(kws []string, k string) bool {
+	for _, x := range kws {
+		if strings.EqualFold(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasAttachment(p *message.Part) bool {
+	found := false
+	p.Walk(func(q *message.Part) bool {
+		if q.IsAttachment() {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// displayAddr returns the first address of list as a short label.
+func displayAddr(list []message.Address) (label, addr string) {
+	for _, a := range list {
+		if a.Group != "" || a.End {
+			continue
+		}
+		addr = a.Addr()
+		if a.Name != "" {
+			return message.DecodeHeaderValue(a.Name), addr
+		}
+		return addr, addr
+	}
+	return "", ""
+}
+
+func formatDate(t, now time.Time) string {
+	t = t.Local()
+	switch {
+	case t.IsZero():
+		return ""
+	case t.Year() == now.Year() && t.YearDay() == now.YearDay():
+		return t.Format("15:04")
+	case t.Year() == now.Year():
+		return t.Format("Jan 2")
+	}
+	return t.Format("2006-01-02")
+}
+
+func formatSize(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10) + " B"
+	case n < 1000*1000:
+		return strconv.FormatInt((n+500)/1000, 10) + " kB"
+	}
+	return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + " MB"
+}
+
+func (s *Server) makeRow(m store.MessageMeta, showTo bool, now time.Time) row {
+	rw := row{
+		Box: m.MailboxID, UID: m.UID, Size: formatSize(m.Size),
+		Seen: m.Flags&store.FlagSeen != 0, Flagged: m.Flags&store.FlagFlagged != 0,
+		Answered: m.Flags&store.FlagAnswered != 0, Draft: m.Flags&store.FlagDraft != 0,
+		Junk: hasKeyword(m.Keywords, "$Junk"),
+	}
+	d := m.InternalDate
+	if p := m.Parsed; p != nil {
+		rw.Subject = p.Subject
+		if showTo {
+			rw.Who, rw.WhoAddr = displayAddr(p.Envelope.To)
+		} else {
+			rw.Who, rw.WhoAddr = displayAddr(p.Envelope.From)
+		}
+		if !p.Date.IsZero() && p.Date.Before(now.Add(24*time.Hour)) {
+			d = p.Date
+		}
+		rw.Attachment = p.Body != nil && hasAttachment(p.Body)
+	}
+	rw.Date = formatDate(d, now)
+	rw.FullDate = d.Local().Format(time.RFC1123Z)
+	return rw
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request, sess *session) {
+	inbox, err := s.specialMailbox(r.Context(), sess.accountID, store.SpecialNone)
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The inbox could not be opened.", err)
+		return
+	}
+	http.Redirect(w, r, "/box/"+strconv.FormatInt(inbox.ID, 10), http.StatusSeeOther)
+}
+
+// listPage shows one page of a mailbox, newest first.
+func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session) {
+	v, ok := s.newView(w, r, sess, "")
+	if !ok {
+		return
+	}
+	id, _ := strconv.ParseInt(r.PathValue("box"), 10, 64)
+	box, ok := v.folderByID(id)
+	if !ok {
+		s.httpError(w, r, http.StatusNotFound, "No such folder.", nil)
+		return
+	}
+	v.Title, v.Current = box.Label, box.ID
+	metas, err := s.st.UIDs(r.Context(), box.ID)
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
+		return
+	}
+	n := len(metas)
+	size := s.cfg.PageSize
+	pages := max(1, (n+size-1)/size)
+	pg, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pg = min(max(pg, 0), pages-1)
+	// Newest first: page 0 is the tail of the ascending UID list.
+	hi := n - pg*size
+	lo := max(0, hi-size)
+	var set store.UIDSet
+	if hi > lo {
+		set = store.UIDSet{{Start: metas[lo].UID, Stop: metas[hi-1].UID}}
+	}
+	d := listData{view: v, Box: box, Page: pg, Pages: pages, Total: n,
+		ShowTo: box.Special == store.SpecialSent || box.Special == store.SpecialDrafts}
+	if set != nil {
+		page, err := s.st.Fetch(r.Context(), box.ID, set, store.FetchOptions{Parsed: true})
+		if err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
+			return
+		}
+		now := s.now()
+		d.Rows = make([]row, 0, len(page))
+		for i := len(page) - 1; i >= 0; i-- {
+			d.Rows = append(d.Rows, s.makeRow(page[i], d.ShowTo, now))
+		}
+	}
+	d.Targets = v.Folders
+	s.page(w, r, "list", d)
+}

@@ -1,0 +1,350 @@
+package webmail
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+// loaded is one message with its raw bytes.
+type loaded struct {
+	box  store.Mailbox
+	meta store.MessageMeta
+	raw  []byte
+}
+
+// loadMessage reads a message of the session's account named by the URL's
+// {box} and {uid}.
+func (s *Server) loadMessage(ctx context.Context, sess *session, boxID, uidStr string) (loaded, error) {
+	box, err := s.mailboxOf(ctx, sess.accountID, boxID)
+	if err != nil {
+		return loaded{}, err
+	}
+	uid, err := strconv.ParseUint(uidStr, 10, 32)
+	if err != nil || uid == 0 {
+		return loaded{}, fmt.Errorf("uid %q: %w", uidStr, store.ErrNotFound)
+	}
+	metas, err := s.st.Fetch(ctx, box.ID, store.UIDSet{{Start: uint32(uid), Stop: uint32(uid)}}, store.FetchOptions{Parsed: true})
+	if err != nil {
+		return loaded{}, fmt.Errorf("fetch %d/%d: %w", box.ID, uid, err)
+	}
+	if len(metas) != 1 || metas[0].Parsed == nil || metas[0].Parsed.Body == nil {
+		return loaded{}, fmt.Errorf("message %d/%d: %w", box.ID, uid, store.ErrNotFound)
+	}
+	raw, err := s.st.ReadBlob(ctx, metas[0].BlobID)
+	if err != nil {
+		return loaded{}, fmt.Errorf("read message %d/%d: %w", box.ID, uid, err)
+	}
+	return loaded{box: box, meta: metas[0], raw: raw}, nil
+}
+
+func (s *Server) loadOr404(w http.ResponseWriter, r *http.Request, sess *session) (loaded, bool) {
+	l, err := s.loadMessage(r.Context(), sess, r.PathValue("box"), r.PathValue("uid"))
+	if errors.Is(err, store.ErrNotFound) {
+		s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
+		return l, false
+	}
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The message could not be read.", err)
+		return l, false
+	}
+	return l, true
+}
+
+// bodyParts finds the displayed text parts: the first text/plain and
+// text/html parts that are not attachments.
+func bodyParts(root *message.Part) (plain, html *message.Part, plainIdx, htmlIdx int) {
+	i := -1
+	root.Walk(func(p *message.Part) bool {
+		i++
+		if p.Type != "text" || p.IsAttachment() {
+			return true
+		}
+		switch p.Subtype {
+		case "plain":
+			if plain == nil {
+				plain, plainIdx = p, i
+			}
+		case "html":
+			if html == nil {
+				html, htmlIdx = p, i
+			}
+		}
+		return plain == nil || html == nil
+	})
+	return
+}
+
+// attachment is one downloadable part.
+type attachment struct {
+	Index int
+	Name  string
+	Type  string
+	Size  string
+}
+
+func attachments(root *message.Part) []attachment {
+	var out []attachment
+	i := -1
+	root.Walk(func(p *message.Part) bool {
+		i++
+		if p.IsAttachment() && len(out) < 500 {
+			out = append(out, attachment{Index: i, Name: safeFilename(p.Filename(), p), Type: p.MIMEType(), Size: formatSize(p.Size)})
+		}
+		return true
+	})
+	return out
+}
+
+// partAt returns the n-th part in Walk order.
+func partAt(root *message.Part, n int) *message.Part {
+	var found *message.Part
+	i := -1
+	root.Walk(func(p *message.Part) bool {
+		i++
+		if i == n {
+			found = p
+		}
+		return found == nil
+	})
+	return found
+}
+
+// authResult is the verdict of one mechanism in Authentication-Results.
+type authResult struct{ Method, Result string }
+
+var authResRE = regexp.MustCompile(`(?i)(?:^|;)\s*(dkim|spf|dmarc)\s*=\s*([a-z]+)`)
+
+// authResults returns dkim/spf/dmarc verdicts from the topmost
+// Authentication-Results field whose authserv-id is this server (RFC 8601
+// §5: fields from other servers cannot be trusted).
+func authResults(header []byte, hostname string) []authResult {
+	for _, f := range message.HeaderFields(header) {
+		if !strings.EqualFold(f.Name, "Authentication-Results") {
+			continue
+		}
+		v := f.Unfolded()
+		id, rest, _ := strings.Cut(v, ";")
+		if fs := strings.Fields(id); len(fs) == 0 || !strings.EqualFold(fs[0], hostname) {
+			continue
+		}
+		var out []authResult
+		for _, m := range authResRE.FindAllStringSubmatch(";"+rest, 10) {
+			out = append(out, authResult{Method: strings.ToLower(m[1]), Result: strings.ToLower(m[2])})
+		}
+		return out
+	}
+	return nil
+}
+
+// readData is the message page.
+type readData struct {
+	view
+	Box         folder
+	UID         uint32
+	Subject     string
+	From        string
+	FromAddr    string
+	To, Cc      string
+	ReplyTo     string
+	Date        string
+	Text        []segment
+	HasHTML     bool
+	ShowHTML    bool
+	FrameURL    string
+	RemoteShown bool
+	RemoteFound bool
+	Attachments []attachment
+	Auth        []authResult
+	Junk        bool
+	Flagged     bool
+	Seen        bool
+	Targets     []folder
+}
+
+func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session) {
+	v, ok := s.newView(w, r, sess, "")
+	if !ok {
+		return
+	}
+	l, ok := s.loadOr404(w, r, sess)
+	if !ok {
+		return
+	}
+	p := l.meta.Parsed
+	box, _ := v.folderByID(l.box.ID)
+	d := readData{view: v, Box: box, UID: l.meta.UID, Subject: p.Subject, From: p.From, To: p.To, Cc: p.Cc,
+		Targets: v.Folders, Flagged: l.meta.Flags&store.FlagFlagged != 0}
+	d.Title, d.Current = p.Subject, box.ID
+	_, d.FromAddr = displayAddr(p.Envelope.From)
+	if len(p.Envelope.ReplyTo) > 0 {
+		d.ReplyTo = message.DecodeHeaderValue(joinAddrs(p.Envelope.ReplyTo))
+	}
+	date := p.Date
+	if date.IsZero() {
+		date = l.meta.InternalDate
+	}
+	d.Date = date.Local().Format("Mon, 2 Jan 2006 15:04")
+	d.Junk = hasKeyword(l.meta.Keywords, "$Junk") || box.Special == store.SpecialJunk
+	d.Auth = authResults(l.raw[:min(int(p.Body.BodyStart), len(l.raw))], s.cfg.Hostname)
+	d.Attachments = attachments(p.Body)
+
+	plain, htmlPart, _, _ := bodyParts(p.Body)
+	d.HasHTML = htmlPart != nil
+	d.ShowHTML = htmlPart != nil && (plain == nil || r.URL.Query().Get("view") != "text")
+	if d.ShowHTML {
+		pr, err := s.prefs.get(sess.accountID)
+		if err != nil {
+			s.log.Error("read prefs", "err", err)
+		}
+		d.RemoteShown = r.URL.Query().Get("remote") == "1" || pr.allowsRemote(d.FromAddr)
+		if body, err := message.DecodeText(l.raw, htmlPart); err == nil {
+			d.RemoteFound = hasRemoteContent(body)
+		}
+		d.FrameURL = fmt.Sprintf("/msg/%d/%d/body", box.ID, l.meta.UID)
+		if d.RemoteShown {
+			d.FrameURL += "?remote=1"
+		}
+	} else if plain != nil {
+		text, err := message.DecodeText(l.raw, plain)
+		if err != nil {
+			s.log.Warn("decode text", "err", err)
+		}
+		d.Text = linkify(text)
+	}
+	if l.meta.Flags&store.FlagSeen == 0 {
+		if _, err := s.st.StoreFlags(r.Context(), l.box.ID, store.UIDSet{{Start: l.meta.UID, Stop: l.meta.UID}},
+			store.FlagsAdd, store.FlagSeen, nil); err != nil {
+			s.log.Error("mark seen", "err", err)
+		}
+	}
+	d.Seen = true
+	s.page(w, r, "read", d)
+}
+
+func joinAddrs(list []message.Address) string {
+	var parts []string
+	for _, a := range list {
+		if a.Group != "" || a.End {
+			continue
+		}
+		if a.Name != "" {
+			parts = append(parts, a.Name+" <"+a.Addr()+">")
+		} else {
+			parts = append(parts, a.Addr())
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// bodyCSP is the policy of a sanitised HTML body: nothing runs, nothing
+// loads except data: images (and remote images when allowed), and the
+// document is sandboxed even when opened on its own.
+func bodyCSP(remote bool) string {
+	img := "data:"
+	if remote {
+		img = "data: https: http:"
+	}
+	return "default-src 'none'; img-src " + img + "; style-src 'unsafe-inline'; font-src 'none'; " +
+		"form-action 'none'; base-uri 'none'; frame-ancestors 'self'; sandbox allow-popups allow-popups-to-escape-sandbox"
+}
+
+const maxInlineImage = 2 << 20
+
+// bodyFrame serves the sanitised HTML body for the read page's iframe.
+func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session) {
+	l, ok := s.loadOr404(w, r, sess)
+	if !ok {
+		return
+	}
+	p := l.meta.Parsed
+	_, htmlPart, _, htmlIdx := bodyParts(p.Body)
+	if htmlPart == nil {
+		s.httpError(w, r, http.StatusNotFound, "This message has no HTML body.", nil)
+		return
+	}
+	_, from := displayAddr(p.Envelope.From)
+	remote := r.URL.Query().Get("remote") == "1"
+	if !remote {
+		pr, err := s.prefs.get(sess.accountID)
+		if err != nil {
+			s.log.Error("read prefs", "err", err)
+		}
+		remote = pr.allowsRemote(from)
+	}
+	key := htmlKey{blob: l.meta.BlobID, part: strconv.Itoa(htmlIdx), remote: remote}
+	out, ok := s.sanitize.cache.get(key)
+	if !ok {
+		body, err := message.DecodeText(l.raw, htmlPart)
+		if err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The message could not be decoded.", err)
+			return
+		}
+		out = wrapBody(s.sanitize.sanitize(body, remote, inlineImages(l.raw, p.Body)))
+		s.sanitize.cache.put(key, out)
+	}
+	h := w.Header()
+	h.Set("Content-Security-Policy", bodyCSP(remote))
+	h.Set("X-Frame-Options", "SAMEORIGIN")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write([]byte(out))
+}
+
+func wrapBody(safe string) string {
+	return `<!doctype html><html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
+		`<style>body{font:15px/1.45 system-ui,sans-serif;margin:8px;color:#111;background:#fff;overflow-wrap:anywhere}img{max-width:100%;height:auto}pre{white-space:pre-wrap}</style>` +
+		`</head><body>` + safe + `</body></html>`
+}
+
+// inlineImages maps Content-IDs of small raster image parts to data: URIs,
+// so cid: references work without any request leaving the iframe.
+func inlineImages(raw []byte, root *message.Part) map[string]string {
+	var m map[string]string
+	total := 0
+	root.Walk(func(p *message.Part) bool {
+		if p.Type != "image" || p.ID == "" || p.Size > maxInlineImage || total > 4*maxInlineImage {
+			return true
+		}
+		switch p.Subtype {
+		case "png", "gif", "jpeg", "webp":
+		default:
+			return true
+		}
+		if p.BodyStart < 0 || p.End > int64(len(raw)) || p.BodyStart > p.End {
+			return true
+		}
+		data := message.DecodeTransfer(raw[p.BodyStart:p.End], p.Encoding)
+		total += len(data)
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[strings.Trim(p.ID, "<> ")] = "data:image/" + p.Subtype + ";base64," + base64.StdEncoding.EncodeToString(data)
+		return true
+	})
+	return m
+}
+
+// allowRemote remembers the sender of a message as one whose remote
+// content is always loaded.
+func (s *Server) allowRemote(w http.ResponseWriter, r *http.Request, sess *session) {
+	l, ok := s.loadOr404(w, r, sess)
+	if !ok {
+		return
+	}
+	_, from := displayAddr(l.meta.Parsed.Envelope.From)
+	if from != "" {
+		if err := s.prefs.update(sess.accountID, func(p *prefs) { p.addRemoteSender(from) }); err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The setting could not be saved.", err)
+			return
+		}
+	}
+	http.Redirect(w, r, fmt.Sprintf("/msg/%d/%d", l.box.ID, l.meta.UID), http.StatusSeeOther)
+}

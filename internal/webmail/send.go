@@ -1,0 +1,295 @@
+package webmail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"mime"
+	"net/http"
+	"net/mail"
+	"path"
+	"strconv"
+	"strings"
+
+	"pimail/internal/delivery"
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+func unescapeEntities(s string) string { return html.UnescapeString(s) }
+
+// errUser is an error whose text is meant for the user.
+type errUser struct{ msg string }
+
+func (e errUser) Error() string { return e.msg }
+
+// composeSubmit sends the message (action=send) or saves it to Drafts.
+func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *session) {
+	ctx := r.Context()
+	o, src, err := s.buildOutgoing(ctx, r, sess)
+	var ue errUser
+	if errors.As(err, &ue) {
+		s.redisplay(w, r, sess, http.StatusBadRequest, ue.msg)
+		return
+	}
+	if err != nil {
+		s.log.Error("compose", "err", err)
+		s.redisplay(w, r, sess, http.StatusInternalServerError, "The message could not be prepared.")
+		return
+	}
+	draftUID, _ := strconv.ParseUint(r.PostFormValue("draft_uid"), 10, 32)
+	if r.PostFormValue("action") == "save" {
+		drafts, err := s.specialMailbox(ctx, sess.accountID, store.SpecialDrafts)
+		if err == nil {
+			var d store.Delivered
+			d, err = s.st.Append(ctx, drafts.ID, o.bytes(true), store.FlagDraft|store.FlagSeen, nil, s.now())
+			if err == nil {
+				s.removeDraft(ctx, drafts, uint32(draftUID))
+				http.Redirect(w, r, fmt.Sprintf("/compose?mode=draft&box=%d&uid=%d&notice=saved", drafts.ID, d.UID), http.StatusSeeOther)
+				return
+			}
+		}
+		s.log.Error("save draft", "err", err)
+		s.redisplay(w, r, sess, http.StatusInternalServerError, "The draft could not be saved.")
+		return
+	}
+	if err := s.send(ctx, r, sess, o); err != nil {
+		if errors.As(err, &ue) {
+			s.redisplay(w, r, sess, http.StatusBadRequest, ue.msg)
+			return
+		}
+		s.log.Error("send", "user", sess.address, "err", err)
+		s.redisplay(w, r, sess, http.StatusInternalServerError, "The message could not be sent. Please try again.")
+		return
+	}
+	// After sending: mark the original answered or forwarded, drop the draft.
+	if src.ID != 0 {
+		srcUID, _ := strconv.ParseUint(r.PostFormValue("src_uid"), 10, 32)
+		set := store.UIDSet{{Start: uint32(srcUID), Stop: uint32(srcUID)}}
+		switch r.PostFormValue("mode") {
+		case "reply", "all":
+			_, err = s.st.StoreFlags(ctx, src.ID, set, store.FlagsAdd, store.FlagAnswered, nil)
+		case "forward":
+			_, err = s.st.StoreFlags(ctx, src.ID, set, store.FlagsAdd, 0, []string{"$Forwarded"})
+		}
+		if err != nil {
+			s.log.Warn("flag original after send", "err", err)
+		}
+	}
+	if draftUID != 0 {
+		if drafts, err := s.specialMailbox(ctx, sess.accountID, store.SpecialDrafts); err == nil {
+			s.removeDraft(ctx, drafts, uint32(draftUID))
+		}
+	}
+	sent, err := s.specialMailbox(ctx, sess.accountID, store.SpecialSent)
+	if err != nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/box/"+strconv.FormatInt(sent.ID, 10), http.StatusSeeOther)
+}
+
+func (s *Server) removeDraft(ctx context.Context, drafts store.Mailbox, uid uint32) {
+	if uid == 0 {
+		return
+	}
+	set := store.UIDSet{{Start: uid, Stop: uid}}
+	if _, err := s.st.StoreFlags(ctx, drafts.ID, set, store.FlagsAdd, store.FlagDeleted, nil); err != nil {
+		s.log.Warn("remove old draft", "err", err)
+		return
+	}
+	if _, err := s.st.Expunge(ctx, drafts.ID, set); err != nil {
+		s.log.Warn("remove old draft", "err", err)
+	}
+}
+
+// buildOutgoing checks the form and assembles the message. It returns the
+// source mailbox for replies and forwards (zero when none).
+func (s *Server) buildOutgoing(ctx context.Context, r *http.Request, sess *session) (*outgoing, store.Mailbox, error) {
+	f := r.PostFormValue
+	pr, err := s.prefs.get(sess.accountID)
+	if err != nil {
+		return nil, store.Mailbox{}, err
+	}
+	o := &outgoing{
+		From:       mail.Address{Name: pr.DisplayName, Address: sess.address},
+		Subject:    f("subject"),
+		Body:       f("body"),
+		InReplyTo:  f("in_reply_to"),
+		References: cleanMsgIDs(f("references")),
+		Date:       s.now(),
+		MessageID:  newMessageID(s.cfg.Hostname),
+	}
+	if len(o.Subject) > 998 {
+		return nil, store.Mailbox{}, errUser{"The subject is too long."}
+	}
+	for _, fld := range []struct {
+		name string
+		dst  *[]*mail.Address
+	}{{"to", &o.To}, {"cc", &o.Cc}, {"bcc", &o.Bcc}} {
+		list, err := parseRecipients(f(fld.name))
+		if err != nil {
+			return nil, store.Mailbox{}, errUser{fmt.Sprintf("%s: %v", strings.ToUpper(fld.name[:1])+fld.name[1:], err)}
+		}
+		*fld.dst = list
+	}
+	if len(o.To)+len(o.Cc)+len(o.Bcc) > maxRecipients {
+		return nil, store.Mailbox{}, errUser{fmt.Sprintf("At most %d recipients, please.", maxRecipients)}
+	}
+	var total int64
+	var src store.Mailbox
+	if keep := r.PostForm["keep"]; len(keep) > 0 {
+		l, err := s.loadMessage(ctx, sess, f("src_box"), f("src_uid"))
+		if err != nil {
+			return nil, store.Mailbox{}, errUser{"The original message is gone; its attachments cannot be included."}
+		}
+		src = l.box
+		for _, k := range keep {
+			n, err := strconv.Atoi(k)
+			p := partAt(l.meta.Parsed.Body, n)
+			if err != nil || p == nil || p.Type == "multipart" || p.End > int64(len(l.raw)) || p.BodyStart > p.End {
+				continue
+			}
+			data := message.DecodeTransfer(l.raw[p.BodyStart:p.End], p.Encoding)
+			total += int64(len(data))
+			o.Attachments = append(o.Attachments, outPart{Name: safeFilename(p.Filename(), p), Type: p.MIMEType(), Data: data})
+		}
+	} else if f("src_box") != "" {
+		if b, err := s.mailboxOf(ctx, sess.accountID, f("src_box")); err == nil {
+			src = b
+		}
+	}
+	if r.MultipartForm != nil {
+		for _, fh := range r.MultipartForm.File["files"] {
+			if len(o.Attachments) >= 100 {
+				return nil, store.Mailbox{}, errUser{"At most 100 attachments, please."}
+			}
+			total += fh.Size
+			if total > s.cfg.MaxUploadSize {
+				return nil, store.Mailbox{}, errUser{"The attachments are larger than " + formatSize(s.cfg.MaxUploadSize) + "."}
+			}
+			file, err := fh.Open()
+			if err != nil {
+				return nil, store.Mailbox{}, fmt.Errorf("open upload: %w", err)
+			}
+			data, err := io.ReadAll(io.LimitReader(file, s.cfg.MaxUploadSize+1))
+			file.Close()
+			if err != nil {
+				return nil, store.Mailbox{}, fmt.Errorf("read upload: %w", err)
+			}
+			name := safeFilename(fh.Filename, nil)
+			o.Attachments = append(o.Attachments, outPart{Name: name, Type: uploadType(fh.Header.Get("Content-Type"), name), Data: data})
+		}
+	}
+	return o, src, nil
+}
+
+// uploadType validates the browser's media type for an upload, falling
+// back to the file extension and then to application/octet-stream.
+func uploadType(declared, name string) string {
+	if t, _, err := mime.ParseMediaType(declared); err == nil && strings.Count(t, "/") == 1 && isPrintableASCII(t) {
+		return t
+	}
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		if mt, _, err := mime.ParseMediaType(t); err == nil {
+			return mt
+		}
+	}
+	return "application/octet-stream"
+}
+
+// send delivers o to its local recipients through the delivery pipeline
+// and files a copy in Sent. Remote recipients fail the whole send: there
+// is no outbound queue yet.
+func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *outgoing) error {
+	var rcpts []string
+	seen := map[string]bool{}
+	for _, list := range [][]*mail.Address{o.To, o.Cc, o.Bcc} {
+		for _, a := range list {
+			k := strings.ToLower(a.Address)
+			if !seen[k] {
+				seen[k] = true
+				rcpts = append(rcpts, a.Address)
+			}
+		}
+	}
+	if len(rcpts) == 0 {
+		return errUser{"Please add at least one recipient."}
+	}
+	if s.pipe == nil {
+		return errUser{"Sending is not configured on this server."}
+	}
+	if err := s.checkLocal(ctx, rcpts); err != nil {
+		return err
+	}
+	o.Received = fmt.Sprintf("from [%s] by %s (pimail webmail) with HTTP; authenticated as %s; %s",
+		remoteIP(r), s.cfg.Hostname, sess.address, o.Date.Format("Mon, 2 Jan 2006 15:04:05 -0700"))
+	env := delivery.Envelope{MailFrom: sess.address, Recipients: rcpts, RemoteIP: remoteIP(r), Helo: "webmail", TLS: r.TLS != nil}
+	if _, err := s.pipe.Deliver(ctx, env, o.bytes(false)); err != nil {
+		if errors.Is(err, delivery.ErrNoRecipients) {
+			return errUser{"None of the recipients exists here."}
+		}
+		if errors.Is(err, delivery.ErrForwardingUnavailable) {
+			return errUser{"The recipients forward to other domains; sending to other domains is not available yet."}
+		}
+		return fmt.Errorf("deliver: %w", err)
+	}
+	sent, err := s.specialMailbox(ctx, sess.accountID, store.SpecialSent)
+	if err != nil {
+		return fmt.Errorf("sent copy: %w", err)
+	}
+	o.Received = ""
+	if _, err := s.st.Append(ctx, sent.ID, o.bytes(true), store.FlagSeen, nil, o.Date); err != nil {
+		return fmt.Errorf("sent copy: %w", err)
+	}
+	s.log.Info("webmail sent", "user", sess.address, "rcpts", len(rcpts), "msgid", o.MessageID)
+	return nil
+}
+
+// checkLocal fails when a recipient is in another domain (no outbound
+// queue yet) or is unknown in one of ours.
+func (s *Server) checkLocal(ctx context.Context, rcpts []string) error {
+	dir, err := s.st.Directory(ctx)
+	if err != nil {
+		return fmt.Errorf("directory: %w", err)
+	}
+	domains := map[string]bool{}
+	for _, d := range dir.Domains {
+		domains[d.Name] = true
+	}
+	known := map[string]bool{}
+	for _, a := range dir.Accounts {
+		if !a.Disabled {
+			known[a.Address] = true
+		}
+	}
+	for _, a := range dir.Aliases {
+		known[strings.ToLower(a.Address)] = true
+	}
+	var remote, unknown []string
+	for _, rc := range rcpts {
+		addr := strings.ToLower(rc)
+		at := strings.LastIndexByte(addr, '@')
+		local, domain := addr[:at], addr[at+1:]
+		if !domains[domain] {
+			remote = append(remote, rc)
+			continue
+		}
+		base := local
+		if i := strings.IndexByte(local, '+'); i > 0 {
+			base = local[:i]
+		}
+		if !known[addr] && !known[base+"@"+domain] && !known["@"+domain] {
+			unknown = append(unknown, rc)
+		}
+	}
+	if len(remote) > 0 {
+		return errUser{"Sending to other domains is not available yet: " + strings.Join(remote, ", ")}
+	}
+	if len(unknown) > 0 {
+		return errUser{"No such recipient here: " + strings.Join(unknown, ", ")}
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+// Package webmail is pimail's browser interface: server-rendered pages
+// (html/template) over the store's index, a little plain JavaScript for
+// keyboard shortcuts and live updates (server-sent events fed by the store's
+// change feed), and a send path through the local delivery pipeline.
+//
+// Security model (DESIGN.md, Security): every string that came from mail is
+// escaped by html/template; HTML bodies are sanitised on the server with a
+// strict bluemonday policy and shown in a sandboxed iframe (no scripts) from
+// a separate URL with its own Content-Security-Policy; every response carries
+// a strict CSP; sessions use random ids rotated at login, HttpOnly +
+// SameSite=Strict cookies (Secure behind TLS) and a CSRF token on every
+// state-changing request.
+package webmail
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"pimail/internal/delivery"
+	"pimail/internal/store"
+)
+
+// Authenticator checks a user name and password (internal/auth implements it).
+type Authenticator interface {
+	Authenticate(ctx context.Context, username, password, remoteIP string) (store.Account, error)
+}
+
+// Config configures the webmail. The zero value is usable.
+type Config struct {
+	// Hostname names this server in Message-IDs and Received fields, and is
+	// the authserv-id whose Authentication-Results fields are trusted.
+	Hostname string
+	// SecureCookies marks cookies Secure (set it behind TLS); the session
+	// cookie then also takes the __Host- prefix.
+	SecureCookies bool
+	// SessionTTL is how long an idle session lives; 0 means 12 hours.
+	SessionTTL time.Duration
+	// MaxUploadSize bounds a compose request (all attachments together);
+	// 0 means 25 MiB.
+	MaxUploadSize int64
+	// DataDir is where per-account preferences (display name, signature,
+	// senders whose remote content is always loaded) are kept, in
+	// DataDir/webmail/<account id>.json. Empty keeps them in memory only.
+	DataDir string
+	// PageSize is the number of messages per list page; 0 means 50.
+	PageSize int
+}
+
+func (c *Config) setDefaults() {
+	if c.Hostname == "" {
+		c.Hostname = "localhost"
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 12 * time.Hour
+	}
+	if c.MaxUploadSize <= 0 {
+		c.MaxUploadSize = 25 << 20
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = 50
+	}
+}
+
+// Server is the webmail HTTP handler.
+type Server struct {
+	cfg         Config
+	st          store.Store
+	authn       Authenticator
+	pipe        *delivery.Pipeline
+	log         *slog.Logger
+	mux         *http.ServeMux
+	sessions    *sessionStore
+	prefs       *prefsStore
+	tmpl        *templates
+	sanitize    *sanitizer
+	corr        corrCache
+	folderCache folderCache
+	now         func() time.Time
+}
+
+// New returns the webmail handler. pipe may be nil, in which case sending
+// fails with a clear error; authn must not be nil.
+func New(cfg Config, st store.Store, authn Authenticator, pipe *delivery.Pipeline, logger *slog.Logger) *Server {
+	cfg.setDefaults()
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{
+		cfg:      cfg,
+		st:       st,
+		authn:    authn,
+		pipe:     pipe,
+		log:      logger.With("component", "webmail"),
+		sessions: newSessionStore(cfg.SessionTTL),
+		prefs:    newPrefsStore(cfg.DataDir),
+		tmpl:     mustTemplates(),
+		sanitize: newSanitizer(),
+		now:      time.Now,
+	}
+	s.corr.entries = map[int64]corrEntry{}
+	s.folderCache.m = map[int64]folderEntry{}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.Handle("GET /static/", staticHandler())
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.loginSubmit)
+	m.HandleFunc("POST /logout", s.authed(s.logout))
+	m.HandleFunc("GET /{$}", s.authed(s.home))
+	m.HandleFunc("GET /box/{box}", s.authed(s.listPage))
+	m.HandleFunc("GET /msg/{box}/{uid}", s.authed(s.readPage))
+	m.HandleFunc("GET /msg/{box}/{uid}/body", s.authed(s.bodyFrame))
+	m.HandleFunc("GET /msg/{box}/{uid}/part/{part}", s.authed(s.downloadPart))
+	m.HandleFunc("GET /msg/{box}/{uid}/raw", s.authed(s.downloadRaw))
+	m.HandleFunc("POST /msg/{box}/{uid}/remote", s.authed(s.allowRemote))
+	m.HandleFunc("POST /act", s.authed(s.action))
+	m.HandleFunc("GET /compose", s.authed(s.composePage))
+	m.HandleFunc("POST /compose", s.authed(s.composeSubmit))
+	m.HandleFunc("GET /suggest", s.authed(s.suggest))
+	m.HandleFunc("GET /search", s.authed(s.searchPage))
+	m.HandleFunc("GET /events", s.authed(s.events))
+	m.HandleFunc("GET /folders", s.authed(s.foldersPage))
+	m.HandleFunc("POST /folders", s.authed(s.foldersSubmit))
+	m.HandleFunc("GET /settings", s.authed(s.settingsPage))
+	m.HandleFunc("POST /settings", s.authed(s.settingsSubmit))
+	m.HandleFunc("POST /settings/password", s.authed(s.passwordSubmit))
+	s.mux = m
+}
+
+// cspPage is the policy of every page except message bodies.
+const cspPage = "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; frame-src 'self'; frame-ancestors 'none'; form-action 'self'"
+
+// ServeHTTP sets the security headers every response carries and dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", cspPage)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+	if s.cfg.SecureCookies {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// remoteIP returns the client's address without the port.
+func remoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return strings.TrimSpace(r.RemoteAddr)
+	}
+	return host
+}
+
+// httpError logs err (when it is a server fault) and answers with a plain
+// page that never contains err's text.
+func (s *Server) httpError(w http.ResponseWriter, r *http.Request, code int, msg string, err error) {
+	if err != nil && code >= 500 {
+		s.log.Error("request failed", "path", r.URL.Path, "err", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_ = s.tmpl.render(w, "error", map[string]any{"Code": code, "Message": msg})
+}
