@@ -26,7 +26,8 @@ var (
 	// X.3.2: system not accepting network messages.
 	replyShuttingDown = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Service shutting down, try again later"}
 	// RFC 1870 §6.3 with X.3.4: message too big for system.
-	replyTooBig = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message size exceeds fixed limit"}
+	replyLineTooLong = &smtp.SMTPError{Code: 500, EnhancedCode: smtp.EnhancedCode{5, 5, 2}, Message: "Line too long"}
+	replyTooBig      = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4}, Message: "Message size exceeds fixed limit"}
 	// RFC 5321 §2.3.8: CR and LF only as CRLF; bare ones are refused
 	// because they are how SMTP smuggling hides a second message.
 	replyBareLineEnding = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 5, 2}, Message: "Message rejected: bare CR or LF in message data"}

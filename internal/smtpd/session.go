@@ -207,6 +207,14 @@ func (s *session) dataError(id string, err error) error {
 	case errors.Is(err, errBareLineEnding):
 		s.log.Info("message refused: bare CR or LF (possible SMTP smuggling)", "id", id, "from", s.from)
 		return s.fail(replyBareLineEnding)
+	case errors.Is(err, smtp.ErrTooLongLine):
+		// A permanent refusal (RFC 5321 §4.5.3.1.6 and §4.2.5): a retry
+		// would send the same line. The rest of the line was not read, so
+		// the session cannot continue in step with the client.
+		s.log.Info("message refused: line too long", "id", id, "limit", s.srv.cfg.MaxLineLength)
+		s.closing = true
+		shutdownRead(s.conn.Conn())
+		return replyLineTooLong
 	default:
 		// The connection broke or timed out mid-message: nothing stored,
 		// nothing acknowledged. The stream cannot be brought back in step
