@@ -1,0 +1,81 @@
+package blackbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// muttCopyInbox opens user's INBOX over IMAP in mutt, tags every message
+// and pipes each one, raw, into its own file (pipe_split, no decoding, no
+// separator), then quits. Copying into a local mailbox instead would make
+// mutt add Lines: and Content-Length: fields. mutt needs a terminal, so it
+// runs under script(1), which gives it a pseudo-terminal; its keystrokes
+// come from a `push` in the muttrc, and its standard input is a pipe that
+// never delivers anything, so no stray key reaches it. The messages come
+// back with LF line endings, as mutt hands them to a pipe.
+func muttCopyInbox(t *testing.T, srv *Server, user string) map[string][]byte {
+	t.Helper()
+	mutt := requireTool(t, "mutt")
+	script := requireTool(t, "script")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "piped")
+	if err := os.Mkdir(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rc := fmt.Sprintf(`set imap_user = "%s"
+set imap_pass = "%s"
+set folder = "imap://%s/"
+set spoolfile = "+INBOX"
+set ssl_starttls = no
+set ssl_force_tls = no
+set imap_passive = yes
+set imap_peek = yes
+set header_cache = ""
+set message_cachedir = ""
+set move = no
+set delete = no
+set quit = yes
+set record = ""
+set wait_key = no
+set sleep_time = 0
+set mail_check_stats = no
+set sort = mailbox-order
+set pipe_split = yes
+set pipe_decode = no
+set pipe_sep = ""
+push "<tag-pattern>~A<enter><tag-prefix><pipe-message><kill-line>cat > \$(mktemp %s/msg.XXXXXX)<enter><quit>"
+`, user, testPassword, srv.IMAP, out)
+	rcPath := filepath.Join(dir, "muttrc")
+	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	muttCmd := fmt.Sprintf("%s -n -F %s -f imap://%s/INBOX", mutt, rcPath, srv.IMAP)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script, "-q", "-e", "-c", muttCmd, "/dev/null")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+dir, "TERM=xterm", "COLUMNS=132", "LINES=40")
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdinW.Close() // held open until mutt is done: stdin never ends
+	cmd.Stdin = stdinR
+	cmd.WaitDelay = 5 * time.Second
+	screen, err := cmd.CombinedOutput()
+	stdinR.Close()
+	if err != nil {
+		t.Fatalf("mutt under script: %v (timeout: %v)\nscreen: %q", err, ctx.Err() != nil, clip(string(screen), 4000))
+	}
+	got := readFiles(t, out)
+	if len(got) == 0 {
+		t.Errorf("mutt piped no message; its screen:\n%q", clip(string(screen), 4000))
+	}
+	return got
+}
