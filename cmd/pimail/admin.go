@@ -144,16 +144,9 @@ func cmdAccount(args []string) error {
 			if err != nil {
 				return err
 			}
-			hash, err := password.Hash(pos[1])
-			if err != nil {
-				return err
-			}
 			return withStore(dir, func(ctx context.Context, st store.Store) error {
-				if _, err := st.AddAccount(ctx, a, hash); err != nil {
-					if errors.Is(err, store.ErrNotFound) {
-						return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", a, domainOf(a))
-					}
-					return fmt.Errorf("add account %s: %w", a, err)
+				if err := addAccount(ctx, st, a, pos[1]); err != nil {
+					return err
 				}
 				fmt.Printf("account %s added\n", a)
 				return nil
@@ -164,13 +157,9 @@ func cmdAccount(args []string) error {
 			if err != nil {
 				return err
 			}
-			hash, err := password.Hash(pos[1])
-			if err != nil {
-				return err
-			}
 			return withStore(dir, func(ctx context.Context, st store.Store) error {
-				if err := st.SetPassword(ctx, a, hash); err != nil {
-					return fmt.Errorf("set password of %s: %w", a, err)
+				if err := setPassword(ctx, st, a, pos[1]); err != nil {
+					return err
 				}
 				fmt.Printf("password of %s changed\n", a)
 				return nil
@@ -274,6 +263,46 @@ func cmdAlias(args []string) error {
 		"add":    "ADDRESS TARGET... (ADDRESS @domain is the domain's catch-all)",
 		"remove": "ADDRESS", "list": "",
 	})
+}
+
+// addAccount creates an account with its password credentials.
+func addAccount(ctx context.Context, st store.Store, address, pw string) error {
+	hash, err := password.Hash(pw)
+	if err != nil {
+		return err
+	}
+	if _, err := st.AddAccount(ctx, address, hash); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", address, domainOf(address))
+		}
+		return fmt.Errorf("add account %s: %w", address, err)
+	}
+	return setSCRAM(ctx, st, address, pw)
+}
+
+// setPassword replaces an account's password credentials.
+func setPassword(ctx context.Context, st store.Store, address, pw string) error {
+	hash, err := password.Hash(pw)
+	if err != nil {
+		return err
+	}
+	if err := st.SetPassword(ctx, address, hash); err != nil {
+		return fmt.Errorf("set password of %s: %w", address, err)
+	}
+	return setSCRAM(ctx, st, address, pw)
+}
+
+// setSCRAM stores the SCRAM-SHA-256 keys (RFC 7677) beside the argon2id
+// hash, so submission can offer SCRAM without knowing the password.
+func setSCRAM(ctx context.Context, st store.Store, address, pw string) error {
+	keys, err := password.SCRAMKeys(pw)
+	if err != nil {
+		return err
+	}
+	if err := st.SetSCRAM(ctx, address, keys); err != nil {
+		return fmt.Errorf("store SCRAM keys of %s: %w", address, err)
+	}
+	return nil
 }
 
 // normalizeDomain lower-cases and checks a domain name.

@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"pimail/internal/config"
-	"pimail/internal/password"
 	"pimail/internal/server"
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
@@ -124,14 +123,17 @@ every listener is on loopback. Nothing here is for the internet: see
 	cfg.Data = *data
 	cfg.Hostname = "localhost"
 	cfg.Listen = config.Listen{
-		SMTP:  "127.0.0.1:2525",
-		IMAP:  "127.0.0.1:1143",
-		IMAPS: "127.0.0.1:1993",
-		POP3:  "127.0.0.1:1110",
-		POP3S: "127.0.0.1:1995",
-		HTTP:  "127.0.0.1:8080",
+		SMTP:        "127.0.0.1:2525",
+		Submission:  "127.0.0.1:1587",
+		Submissions: "127.0.0.1:1465",
+		IMAP:        "127.0.0.1:1143",
+		IMAPS:       "127.0.0.1:1993",
+		POP3:        "127.0.0.1:1110",
+		POP3S:       "127.0.0.1:1995",
+		HTTP:        "127.0.0.1:8080",
 	}
 	cfg.TLS = config.TLS{SelfSigned: true}
+	cfg.Submission.AllowLoopbackAuth = true
 	pw, err := ensureLocalAccount(cfg.Data)
 	if err != nil {
 		return err
@@ -144,13 +146,14 @@ pimail is running on localhost.
   password:  %s
 
   send mail: SMTP  %s   (no TLS needed on loopback)
+             submission %s (AUTH, STARTTLS optional)  submissions %s
   read mail: IMAP  %s   (STARTTLS optional)  IMAPS %s (self-signed)
              POP3  %s   POP3S %s
   webmail:   http://%s/
 
   try:  swaks --server %s --to %s
   data: %s    stop with Ctrl-C
-`, localAccount, pw, addrs["smtp"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["http"], addrs["smtp"], localAccount, cfg.Data)
+`, localAccount, pw, addrs["smtp"], addrs["submission"], addrs["submissions"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["http"], addrs["smtp"], localAccount, cfg.Data)
 	})
 }
 
@@ -178,12 +181,8 @@ func ensureLocalAccount(dir string) (string, error) {
 		return "", fmt.Errorf("add domain: %w", err)
 	}
 	pw := rand.Text()[:16]
-	hash, err := password.Hash(pw)
-	if err != nil {
+	if err := addAccount(ctx, st, localAccount, pw); err != nil {
 		return "", err
-	}
-	if _, err := st.AddAccount(ctx, localAccount, hash); err != nil {
-		return "", fmt.Errorf("add account: %w", err)
 	}
 	if err := os.WriteFile(pwPath, []byte(pw+"\n"), 0o600); err != nil {
 		return "", err

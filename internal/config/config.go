@@ -25,16 +25,18 @@ type Config struct {
 	// Data is the data directory: the database and the message blobs.
 	Data string `toml:"data"`
 
-	Listen Listen `toml:"listen"`
-	TLS    TLS    `toml:"tls"`
-	SMTP   SMTP   `toml:"smtp"`
-	IMAP   IMAP   `toml:"imap"`
-	POP3   POP3   `toml:"pop3"`
-	DNS    DNS    `toml:"dns"`
-	DNSBL  DNSBL  `toml:"dnsbl"`
-	Spam   Spam   `toml:"spam"`
-	AV     AV     `toml:"av"`
-	Log    Log    `toml:"log"`
+	Listen     Listen     `toml:"listen"`
+	TLS        TLS        `toml:"tls"`
+	SMTP       SMTP       `toml:"smtp"`
+	IMAP       IMAP       `toml:"imap"`
+	POP3       POP3       `toml:"pop3"`
+	DNS        DNS        `toml:"dns"`
+	DNSBL      DNSBL      `toml:"dnsbl"`
+	Spam       Spam       `toml:"spam"`
+	Submission Submission `toml:"submission"`
+	Queue      Queue      `toml:"queue"`
+	AV         AV         `toml:"av"`
+	Log        Log        `toml:"log"`
 }
 
 // Listen holds the listener addresses; an empty address turns a listener off.
@@ -110,6 +112,41 @@ type AV struct {
 	Clamd            string   `toml:"clamd"`             // "unix:/run/clamav/clamd.ctl" or "tcp:host:3310"; "" off
 	ClamdTimeout     Duration `toml:"clamd_timeout"`
 	ClamdDown        string   `toml:"clamd_down"` // when clamd fails: "defer" (451) or "accept" (tagged)
+}
+
+// Submission configures message submission (RFC 6409) on the submission
+// (STARTTLS) and submissions (implicit TLS, RFC 8314) listeners.
+type Submission struct {
+	// NoSentCopy turns off the copy in the sender's Sent mailbox, for
+	// clients that save their own with IMAP APPEND.
+	NoSentCopy bool `toml:"no_sent_copy"`
+	// AllowLoopbackAuth allows AUTH without TLS from loopback addresses.
+	AllowLoopbackAuth bool `toml:"allow_loopback_auth"`
+}
+
+// Queue configures the outbound queue: how long and how often delivery to
+// other domains is tried.
+type Queue struct {
+	RetryInitial Duration `toml:"retry_initial"` // wait after the first failure, doubled after each
+	RetryMax     Duration `toml:"retry_max"`     // longest wait between attempts
+	MaxAge       Duration `toml:"max_age"`       // then the message bounces to its sender
+	DelayNotice  Duration `toml:"delay_notice"`  // tell the sender once after this long; 0s: never
+	Workers      int      `toml:"workers"`       // messages delivered at once
+	PerDomain    int      `toml:"per_domain"`    // connections to one destination domain
+	MTASTS       bool     `toml:"mta_sts"`       // fetch and enforce MTA-STS policies (RFC 8461)
+	// Transports route a recipient domain (or "*" for all) through a
+	// smarthost instead of its MX, e.g. a provider's relay when port 25
+	// is blocked.
+	Transports map[string]Transport `toml:"transports"`
+}
+
+// Transport is a smarthost.
+type Transport struct {
+	Host        string `toml:"host"`         // "host:port"
+	Username    string `toml:"username"`     // AUTH PLAIN, only ever over TLS
+	Password    string `toml:"password"`     //
+	RequireTLS  bool   `toml:"require_tls"`  // STARTTLS with a valid certificate, or no delivery
+	ImplicitTLS bool   `toml:"implicit_tls"` // TLS from the first byte (port 465)
 }
 
 // DNSBLZone is one blocklist.
@@ -198,7 +235,16 @@ func Default() Config {
 		DNS:   DNS{Timeout: Duration{2 * time.Second}},
 		DNSBL: DNSBL{Threshold: 1},
 		Spam:  Spam{Enabled: true, JunkThreshold: 4, RejectThreshold: 12},
-		AV:    AV{AttachmentPolicy: true, ClamdTimeout: Duration{60 * time.Second}, ClamdDown: "defer"},
+		Queue: Queue{
+			RetryInitial: Duration{5 * time.Minute},
+			RetryMax:     Duration{2 * time.Hour},
+			MaxAge:       Duration{5 * 24 * time.Hour},
+			DelayNotice:  Duration{4 * time.Hour},
+			Workers:      8,
+			PerDomain:    2,
+			MTASTS:       true,
+		},
+		AV: AV{AttachmentPolicy: true, ClamdTimeout: Duration{60 * time.Second}, ClamdDown: "defer"},
 		IMAP: IMAP{
 			MaxLiteralSize: 50 << 20,
 			MaxLineLength:  64 << 10,

@@ -16,30 +16,41 @@ import (
 	"pimail/internal/config"
 	"pimail/internal/delivery"
 	"pimail/internal/directory"
+	"pimail/internal/dkim"
 	"pimail/internal/dnsbl"
 	"pimail/internal/dnsresolver"
 	"pimail/internal/imapd"
 	"pimail/internal/pop3d"
+	"pimail/internal/queue"
 	"pimail/internal/smtpd"
 	"pimail/internal/spam"
 	"pimail/internal/store"
+	"pimail/internal/submission"
 	"pimail/internal/webmail"
 )
 
 // parts are the running components behind the listeners.
 type parts struct {
 	smtp        *smtpd.Server
+	submission  *submission.Server // nil without TLS
+	queue       *queue.Queue
 	imap        *imapd.Server
 	pop3        *pop3d.Server
 	http, https *webServer
 }
 
+// close stops the servers first, so nothing new reaches the queue, then
+// the queue.
 func (p *parts) close() {
 	p.smtp.Close()
+	if p.submission != nil {
+		p.submission.Close()
+	}
 	p.imap.Close()
 	p.pop3.Close()
 	p.http.Close()
 	p.https.Close()
+	p.queue.Close()
 }
 
 // build constructs every component from the configuration: the directory
@@ -54,12 +65,42 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		return nil, err
 	}
 	pipe := delivery.New(st, dir, logger).WithFilters(filters)
-	checker, err := newDNSBL(cfg, logger)
+	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
+	if err != nil {
+		return nil, fmt.Errorf("dns: %w", err)
+	}
+	checker, err := newDNSBL(cfg, res, logger)
 	if err != nil {
 		return nil, err
 	}
 	authn := auth.New(st, logger) // one instance: failed logins count across protocols
 	p := &parts{}
+	if p.queue, err = queue.New(queueConfig(cfg), queue.Deps{
+		Store: st, Dir: dir, Local: pipe, Resolver: res,
+		Signer: dkim.NewSigner(st, logger.With("component", "dkim")),
+		Logger: logger,
+	}); err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	p.queue.Start()
+	if tlsConf != nil {
+		if p.submission, err = submission.New(submission.Config{
+			Hostname:             cfg.Hostname,
+			TLS:                  tlsConf,
+			InsecureLoopbackAuth: cfg.Submission.AllowLoopbackAuth,
+			NoSentCopy:           cfg.Submission.NoSentCopy,
+			MaxMessageBytes:      cfg.SMTP.MaxMessageSize,
+			MaxRecipients:        cfg.SMTP.MaxRecipients,
+			ReadTimeout:          cfg.SMTP.CommandTimeout.Duration,
+			DataTimeout:          cfg.SMTP.DataTimeout.Duration,
+		}, submission.Deps{
+			Store: st, Dir: dir, Local: pipe, Queue: p.queue, Auth: authn,
+			Logger: logger,
+		}); err != nil {
+			p.queue.Close()
+			return nil, fmt.Errorf("submission: %w", err)
+		}
+	}
 	p.smtp = smtpd.New(smtpd.Config{
 		Hostname:        cfg.Hostname,
 		MaxMessageBytes: cfg.SMTP.MaxMessageSize,
@@ -155,14 +196,30 @@ func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error
 	return f, nil
 }
 
+// queueConfig maps the configuration onto the outbound queue's settings.
+func queueConfig(cfg config.Config) queue.Config {
+	q := cfg.Queue
+	qc := queue.Config{
+		Hostname:      cfg.Hostname,
+		RetryInitial:  q.RetryInitial.Duration,
+		RetryMax:      q.RetryMax.Duration,
+		MaxAge:        q.MaxAge.Duration,
+		DelayNotice:   orOff(q.DelayNotice.Duration),
+		Workers:       q.Workers,
+		PerDomain:     q.PerDomain,
+		DisableMTASTS: !q.MTASTS,
+		Transports:    map[string]queue.Transport{},
+	}
+	for domain, t := range q.Transports {
+		qc.Transports[strings.ToLower(domain)] = queue.Transport(t)
+	}
+	return qc
+}
+
 // newDNSBL builds the blocklist checker; nil when no zone is configured.
-func newDNSBL(cfg config.Config, logger *slog.Logger) (*dnsbl.Checker, error) {
+func newDNSBL(cfg config.Config, res dnsresolver.Resolver, logger *slog.Logger) (*dnsbl.Checker, error) {
 	if len(cfg.DNSBL.Zones) == 0 {
 		return nil, nil
-	}
-	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
-	if err != nil {
-		return nil, fmt.Errorf("dns: %w", err)
 	}
 	zones := make([]dnsbl.Zone, len(cfg.DNSBL.Zones))
 	for i, z := range cfg.DNSBL.Zones {

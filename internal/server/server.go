@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 
 	"pimail/internal/certs"
 	"pimail/internal/config"
@@ -55,15 +54,14 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 
 	lns := []*listener{
 		{name: "smtp", addr: cfg.Listen.SMTP, srv: parts.smtp},
+		{name: "submission", addr: cfg.Listen.Submission, srv: parts.submission},
+		{name: "submissions", addr: cfg.Listen.Submissions, srv: parts.submission, tls: true},
 		{name: "imap", addr: cfg.Listen.IMAP, srv: parts.imap},
 		{name: "imaps", addr: cfg.Listen.IMAPS, srv: parts.imap, tls: true},
 		{name: "pop3", addr: cfg.Listen.POP3, srv: parts.pop3},
 		{name: "pop3s", addr: cfg.Listen.POP3S, srv: parts.pop3, tls: true},
 		{name: "http", addr: cfg.Listen.HTTP, srv: parts.http},
 		{name: "https", addr: cfg.Listen.HTTPS, srv: parts.https, tls: true},
-	}
-	for _, name := range notYet(cfg.Listen) {
-		logger.Info("listener not available in this version, ignored", "listener", name)
 	}
 	defer func() {
 		for _, l := range lns {
@@ -77,8 +75,8 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		if l.addr == "" {
 			continue
 		}
-		if l.tls && tlsConf == nil {
-			return fmt.Errorf("listener %s: implicit TLS needs a certificate (tls.cert_file or tls.self_signed)", l.name)
+		if (l.tls || l.name == "submission") && tlsConf == nil {
+			return fmt.Errorf("listener %s: TLS needs a certificate (tls.cert_file or tls.self_signed)", l.name)
 		}
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
@@ -113,17 +111,4 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 	case err := <-errc:
 		return err
 	}
-}
-
-// notYet names the configured listeners whose protocol is not built yet.
-func notYet(l config.Listen) []string {
-	var names []string
-	for _, c := range [][2]string{
-		{"submission", l.Submission}, {"submissions", l.Submissions},
-	} {
-		if strings.TrimSpace(c[1]) != "" {
-			names = append(names, c[0])
-		}
-	}
-	return names
 }

@@ -287,8 +287,116 @@ type Store interface {
 	// of the fact that something changed, only duplicates.
 	Subscribe(accountID int64) (<-chan Event, func())
 
+	// Search answers IMAP SEARCH from the index (see Searcher below).
+	Searcher
+
 	// Stats for tests, benchmarks and `pimail status`.
 	Stats(ctx context.Context) (Stats, error)
+
+	// SCRAM credentials (RFC 5802, RFC 7677) beside the password hash.
+	// SetSCRAM binds the keys to the account's current password hash:
+	// after SetPassword changes the hash, SCRAM answers ErrNotFound until
+	// SetSCRAM is called again, so stale keys never accept an old password.
+	SetSCRAM(ctx context.Context, address string, c SCRAMCredentials) error
+	SCRAM(ctx context.Context, address string) (SCRAMCredentials, error)
+
+	// DKIM signing keys (RFC 6376), per domain and selector.
+	// AddDKIMKey fails with ErrExists when the selector is taken.
+	AddDKIMKey(ctx context.Context, k DKIMKey) error
+	DKIMKeys(ctx context.Context, domain string) ([]DKIMKey, error)
+
+	// The outbound queue. A queued message holds a reference to its blob
+	// (the same content-addressed blob a local copy uses), released when
+	// the entry goes away.
+	//
+	// Enqueue stores raw once and an entry for its recipients (all
+	// QueuePending); ID, BlobID, Size and Created are filled in.
+	Enqueue(ctx context.Context, e QueueEntry, raw []byte) (QueueEntry, error)
+	QueueEntries(ctx context.Context) ([]QueueEntry, error) // all, by ID
+	QueueEntry(ctx context.Context, id int64) (QueueEntry, error)
+	// ClaimQueue returns up to limit entries due at now (NextAttempt <=
+	// now) and, in the same transaction, moves their NextAttempt to
+	// now+lease, so that no other worker (or node) takes them meanwhile
+	// and a crash mid-delivery makes them due again after the lease.
+	ClaimQueue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]QueueEntry, error)
+	// UpdateQueueEntry writes NextAttempt, Attempts, DelayNotified and
+	// the recipients' State, Attempts, LastError and LastAttempt (matched
+	// by position). An entry without pending recipients is removed.
+	UpdateQueueEntry(ctx context.Context, e QueueEntry) error
+	// RetryQueueEntry makes the entry due at the given time.
+	RetryQueueEntry(ctx context.Context, id int64, at time.Time) error
+	// DropQueueEntry removes the entry without sending anything.
+	DropQueueEntry(ctx context.Context, id int64) error
+}
+
+// SCRAMCredentials are what a SCRAM server keeps per user (RFC 5802 §3):
+// the salt and iteration count of the salted password, and
+// StoredKey = H(HMAC(SaltedPassword, "Client Key")) and
+// ServerKey = HMAC(SaltedPassword, "Server Key"). SHA-256 (RFC 7677).
+type SCRAMCredentials struct {
+	Salt       []byte
+	Iterations int
+	StoredKey  []byte
+	ServerKey  []byte
+}
+
+// DKIM key algorithms (the k= tag, RFC 6376 §3.6.1, RFC 8463).
+const (
+	DKIMRSA     = "rsa"
+	DKIMEd25519 = "ed25519"
+)
+
+// DKIMKey is one signing key of a domain.
+type DKIMKey struct {
+	Domain     string // lower case, A-labels
+	Selector   string
+	Algorithm  string // DKIMRSA or DKIMEd25519
+	PrivateKey []byte // PKCS #8, DER
+	Created    time.Time
+}
+
+// QueueState is where one recipient of a queued message stands.
+type QueueState int
+
+const (
+	QueuePending   QueueState = iota // not delivered yet; will be retried
+	QueueDelivered                   // accepted by the remote server
+	QueueFailed                      // permanently failed (a DSN was or will be sent)
+)
+
+func (s QueueState) String() string {
+	switch s {
+	case QueuePending:
+		return "pending"
+	case QueueDelivered:
+		return "delivered"
+	case QueueFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// QueueRecipient is one envelope recipient of a queued message.
+type QueueRecipient struct {
+	Address     string
+	State       QueueState
+	Attempts    int
+	LastError   string // the last reply or local error, for the DSN and `queue show`
+	LastAttempt time.Time
+}
+
+// QueueEntry is one message waiting in the outbound queue.
+type QueueEntry struct {
+	ID            int64
+	MailFrom      string // reverse-path; "" is the null sender of a bounce
+	AccountID     int64  // submitting account; 0 for bounces and forwarding
+	BlobID        int64
+	Size          int64
+	Created       time.Time
+	NextAttempt   time.Time
+	Attempts      int  // delivery attempts made for the entry
+	DelayNotified bool // a delayed-delivery notice has been sent
+	Recipients    []QueueRecipient
 }
 
 // Stats counts what is stored.
@@ -297,4 +405,69 @@ type Stats struct {
 	BlobBytes int64
 	Messages  int64 // mailbox rows
 	Accounts  int64
+}
+
+// ---- Search (protocol-neutral IMAP SEARCH semantics, RFC 9051 §6.4.4) ----
+//
+// Searcher is part of every Store: it answers a search program from the
+// index (header columns, flags, dates, sizes) and the full-text index,
+// never by reading every message.
+type Searcher interface {
+	// Search returns the messages of the mailbox that match q, in
+	// ascending UID order. Matching follows SearchableText for TEXT and BODY
+	// and is a case-insensitive substring match everywhere (RFC 9051
+	// §6.4.4); results are exact, also for messages delivered a moment
+	// ago that the full-text index has not seen yet.
+	Search(ctx context.Context, mailboxID int64, q SearchQuery) (SearchResult, error)
+}
+
+// SearchOp is the kind of a SearchQuery node.
+type SearchOp int
+
+const (
+	SearchAll        SearchOp = iota // every message
+	SearchAnd                        // all Children match (none: every message)
+	SearchOr                         // at least one of Children matches
+	SearchNot                        // Children[0] does not match
+	SearchUIDs                       // UID in UIDs; an empty UIDs matches nothing
+	SearchFlag                       // every flag in Flags is set
+	SearchKeyword                    // Keyword is set (case-insensitive)
+	SearchModSeq                     // MODSEQ >= Num (RFC 7162 §3.1.5)
+	SearchLarger                     // size > Num
+	SearchSmaller                    // size < Num
+	SearchBefore                     // internal date's day < Date's day
+	SearchOn                         // internal date's day == Date's day
+	SearchSince                      // internal date's day >= Date's day
+	SearchSentBefore                 // Date: field's day (in its own zone) < Date's day; INTERNALDATE when missing
+	SearchSentOn                     // … == Date's day
+	SearchSentSince                  // … >= Date's day
+	SearchSubject                    // decoded Subject contains Text
+	SearchFrom                       // decoded From addresses contain Text
+	SearchTo                         // … To
+	SearchCc                         // … Cc
+	SearchBcc                        // … Bcc
+	SearchHeader                     // a top-level field named Field whose decoded value contains Text ("" = present)
+	SearchBody                       // SearchableText body contains Text
+	SearchText                       // SearchableText header or body contains Text
+)
+
+// SearchQuery is one node of a search program. Internal dates are compared
+// as calendar days in the server's local time zone (time.Local); Date is a
+// calendar date whose time and zone are ignored.
+type SearchQuery struct {
+	Op       SearchOp
+	Children []SearchQuery
+	UIDs     UIDSet
+	Flags    Flags
+	Keyword  string
+	Field    string // SearchHeader
+	Text     string
+	Date     time.Time
+	Num      int64
+}
+
+// SearchResult lists the matching messages; ModSeqs[i] is the MODSEQ of UIDs[i].
+type SearchResult struct {
+	UIDs    []uint32
+	ModSeqs []uint64
 }

@@ -93,7 +93,9 @@ func (s *Store) collectOnce() error {
 			if err := rows.Err(); err != nil {
 				return fmt.Errorf("list unreferenced blobs: %w", err)
 			}
+			ids := make([]int64, 0, len(vs)) // for the full-text index
 			for _, v := range vs {
+				ids = append(ids, v.id)
 				if err := os.Remove(s.blobPath(v.sha)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("remove blob file: %w", err)
 				}
@@ -102,7 +104,7 @@ func (s *Store) collectOnce() error {
 				}
 			}
 			n = len(vs)
-			return nil
+			return s.forgetIndexed(w, ids) // index rows go lazily (fts.go)
 		})
 		if err != nil {
 			return err

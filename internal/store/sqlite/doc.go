@@ -25,12 +25,21 @@
 //	mail       (mailbox_id, uid, modseq, flags, keywords, internal_date,
 //	            blob_id)                     primary key (mailbox_id, uid)
 //	expunged   (mailbox_id, uid, modseq)     tombstones for Changes / QRESYNC
+//	scram      (account_id, password_hash, salt, iterations, stored_key,
+//	            server_key)                  SCRAM-SHA-256 keys, valid only while
+//	                                         password_hash matches the account's
+//	dkim_keys  (domain, selector, algorithm, private_key, created)
+//	queue      (id, mail_from, account_id, blob_id, created, next_attempt,
+//	            attempts, delay_notified)    outbound messages; each holds one
+//	                                         reference on its blob
+//	queue_rcpts (queue_id, idx, address, state, attempts, last_error,
+//	            last_attempt)                per-recipient delivery state
 //
 // A blob row describes one distinct message: its size, the decoded header
 // fields an index and SEARCH need (as columns), and the JSON of
 // message.Parsed (envelope and MIME structure) so that IMAP ENVELOPE and
 // BODYSTRUCTURE are answered without re-reading the file. blobs.refcount is
-// the number of mail rows pointing at it: a message delivered to 15
+// the number of mail rows (and outbound queue entries) pointing at it: a message delivered to 15
 // recipients is one file, one blob row and 15 mail rows.
 //
 // Every change to a mailbox takes the next modification sequence of that

@@ -98,6 +98,49 @@ CREATE TABLE expunged (
 ) WITHOUT ROWID;
 CREATE INDEX expunged_modseq ON expunged(mailbox_id, modseq);
 `,
+	// 2: SCRAM credentials, DKIM keys and the outbound queue.
+	`
+CREATE TABLE scram (
+	account_id    INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+	password_hash TEXT NOT NULL, -- accounts.password_hash the keys belong to
+	salt          BLOB NOT NULL,
+	iterations    INTEGER NOT NULL,
+	stored_key    BLOB NOT NULL,
+	server_key    BLOB NOT NULL
+);
+
+CREATE TABLE dkim_keys (
+	domain      TEXT NOT NULL,
+	selector    TEXT NOT NULL,
+	algorithm   TEXT NOT NULL,
+	private_key BLOB NOT NULL, -- PKCS #8 DER
+	created     INTEGER NOT NULL,
+	PRIMARY KEY (domain, selector)
+) WITHOUT ROWID;
+
+CREATE TABLE queue (
+	id             INTEGER PRIMARY KEY,
+	mail_from      TEXT NOT NULL,
+	account_id     INTEGER NOT NULL DEFAULT 0, -- no foreign key: mail outlives its sender
+	blob_id        INTEGER NOT NULL REFERENCES blobs(id),
+	created        INTEGER NOT NULL,           -- Unix milliseconds
+	next_attempt   INTEGER NOT NULL,           -- Unix milliseconds
+	attempts       INTEGER NOT NULL DEFAULT 0,
+	delay_notified INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX queue_next_attempt ON queue(next_attempt);
+
+CREATE TABLE queue_rcpts (
+	queue_id     INTEGER NOT NULL REFERENCES queue(id) ON DELETE CASCADE,
+	idx          INTEGER NOT NULL,
+	address      TEXT NOT NULL,
+	state        INTEGER NOT NULL DEFAULT 0,
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	last_error   TEXT NOT NULL DEFAULT '',
+	last_attempt INTEGER NOT NULL DEFAULT 0,   -- Unix milliseconds, 0 never
+	PRIMARY KEY (queue_id, idx)
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

@@ -81,6 +81,7 @@ type Store struct {
 	jobs    chan *job
 	collect chan struct{} // kicks the collector; capacity 1
 	feed    *feed
+	fts     *ftsIndex // full-text index (fts.go); nil without the indexer
 
 	// Group-commit counters: committed batches and the requests in them.
 	batches   atomic.Int64
@@ -151,6 +152,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.collector()
 	}
+	s.startIndexer() // full-text index in DIR/index.db, see fts.go
 	return s, nil
 }
 

@@ -69,6 +69,9 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"ChangeFeed", testChangeFeed},
 		{"ChangeFeedSlowListener", testChangeFeedSlowListener},
 		{"Corpus", testCorpus},
+		{"SCRAM", testSCRAM},
+		{"DKIMKeys", testDKIMKeys},
+		{"Queue", testQueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +85,12 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 			t.Skip("no reopen hook")
 		}
 		testReopen(t, open, reopen)
+	})
+	t.Run("QueueReopenPersists", func(t *testing.T) {
+		if reopen == nil {
+			t.Skip("no reopen hook")
+		}
+		testQueueReopen(t, open, reopen)
 	})
 }
 

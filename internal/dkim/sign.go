@@ -1,0 +1,173 @@
+package dkim
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	msgdkim "github.com/emersion/go-msgauth/dkim"
+
+	"pimail/internal/store"
+)
+
+// SignedHeaders are the fields signed, in this order. From comes twice:
+// the second instance signs the absence of a further From field, so none
+// can be added without breaking the signature (over-signing, RFC 6376
+// §8.15). Fields absent from a message are signed as absent (§5.4.2).
+var SignedHeaders = []string{
+	"From", "From", "To", "Cc", "Subject", "Date", "Message-ID",
+	"In-Reply-To", "References", "MIME-Version", "Content-Type",
+}
+
+// Signer signs messages with the keys of their From domain. It is safe for
+// concurrent use.
+type Signer struct {
+	st  store.Store
+	log *slog.Logger
+	now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string][]loadedKey // domain → parsed keys
+	gen   sync.Mutex             // serialises key generation
+}
+
+type loadedKey struct {
+	key    store.DKIMKey
+	signer crypto.Signer
+}
+
+// NewSigner returns a Signer over the store's keys.
+func NewSigner(st store.Store, logger *slog.Logger) *Signer {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Signer{st: st, log: logger.With("component", "dkim"), now: time.Now, cache: map[string][]loadedKey{}}
+}
+
+// EnsureKeys returns the domain's keys, generating an RSA and an Ed25519
+// key first when the domain has none.
+func (s *Signer) EnsureKeys(ctx context.Context, domain string) ([]store.DKIMKey, error) {
+	lks, err := s.keys(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.DKIMKey, len(lks))
+	for i, lk := range lks {
+		out[i] = lk.key
+	}
+	return out, nil
+}
+
+// EnsureKeys is the Signer-less form, for the CLI: it returns the domain's
+// keys and generates them when there are none.
+func EnsureKeys(ctx context.Context, st store.Store, domain string) ([]store.DKIMKey, error) {
+	return NewSigner(st, slog.New(slog.DiscardHandler)).EnsureKeys(ctx, domain)
+}
+
+func (s *Signer) keys(ctx context.Context, domain string) ([]loadedKey, error) {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	s.mu.Lock()
+	lks, ok := s.cache[domain]
+	s.mu.Unlock()
+	if ok {
+		return lks, nil
+	}
+	s.gen.Lock()
+	defer s.gen.Unlock()
+	ks, err := s.st.DKIMKeys(ctx, domain)
+	if err != nil {
+		return nil, fmt.Errorf("dkim: keys of %s: %w", domain, err)
+	}
+	if len(ks) == 0 {
+		ks, err = s.generate(ctx, domain)
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range ks {
+		sg, err := signer(k)
+		if err != nil {
+			return nil, err
+		}
+		lks = append(lks, loadedKey{key: k, signer: sg})
+	}
+	s.mu.Lock()
+	s.cache[domain] = lks
+	s.mu.Unlock()
+	return lks, nil
+}
+
+// generate creates and stores the domain's first keys. Another process may
+// do the same at the same moment: a selector that exists already is fine,
+// the stored keys are read back.
+func (s *Signer) generate(ctx context.Context, domain string) ([]store.DKIMKey, error) {
+	now := s.now()
+	for _, alg := range []string{store.DKIMRSA, store.DKIMEd25519} {
+		k, err := NewKey(domain, alg, now)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.st.AddDKIMKey(ctx, k); err != nil && !errors.Is(err, store.ErrExists) {
+			return nil, fmt.Errorf("dkim: store key for %s: %w", domain, err)
+		}
+	}
+	ks, err := s.st.DKIMKeys(ctx, domain)
+	if err != nil {
+		return nil, fmt.Errorf("dkim: keys of %s: %w", domain, err)
+	}
+	for _, k := range ks {
+		if r, err := PublicRecord(k); err == nil {
+			s.log.Warn("generated a DKIM key; publish its DNS record", "domain", domain, "name", r.Name, "record", r.Value)
+		}
+	}
+	return ks, nil
+}
+
+// Sign returns DKIM-Signature header fields for raw, one per key of
+// domain, ready to be prepended to the message. Headers and body are
+// canonicalized relaxed/relaxed (RFC 6376 §3.4.2, §3.4.4).
+func (s *Signer) Sign(ctx context.Context, domain string, raw []byte) ([]byte, error) {
+	lks, err := s.keys(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	for _, lk := range lks {
+		ds, err := msgdkim.NewSigner(&msgdkim.SignOptions{
+			Domain:                 lk.key.Domain,
+			Selector:               lk.key.Selector,
+			Signer:                 lk.signer,
+			Hash:                   crypto.SHA256,
+			HeaderCanonicalization: msgdkim.CanonicalizationRelaxed,
+			BodyCanonicalization:   msgdkim.CanonicalizationRelaxed,
+			HeaderKeys:             SignedHeaders,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("dkim: signer for %s: %w", domain, err)
+		}
+		if _, err := ds.Write(raw); err != nil {
+			ds.Close()
+			return nil, fmt.Errorf("dkim: sign: %w", err)
+		}
+		if err := ds.Close(); err != nil {
+			return nil, fmt.Errorf("dkim: sign: %w", err)
+		}
+		out.WriteString(ds.Signature())
+	}
+	return out.Bytes(), nil
+}
+
+// SignMessage returns raw with the signatures of domain prepended.
+func (s *Signer) SignMessage(ctx context.Context, domain string, raw []byte) ([]byte, error) {
+	sig, err := s.Sign(ctx, domain, raw)
+	if err != nil {
+		return nil, err
+	}
+	return append(sig, raw...), nil
+}

@@ -1,0 +1,336 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+const (
+	// indexBatch is the number of blobs indexed per transaction of
+	// index.db: FTS5 inserts cost far less in batches (DESIGN: 0.3–0.4 ms
+	// per message at 100 per transaction).
+	indexBatch = 250
+	// forgetBatch bounds the rows deleted from the index per transaction.
+	forgetBatch = 500
+	// indexPoll is how often the indexer looks for new blobs when idle.
+	indexPoll = 500 * time.Millisecond
+	// indexRetry is the pause after a failed batch.
+	indexRetry = 5 * time.Second
+)
+
+// startIndexer starts the background indexer goroutine (part of s.wg).
+func (s *Store) startIndexer() {
+	s.fts = newFTSIndex(s.dir)
+	s.wg.Add(1)
+	go s.indexer()
+}
+
+// indexer keeps index.db up to date: it opens (or rebuilds) the file,
+// then indexes new blobs in batches and removes rows of collected blobs.
+func (s *Store) indexer() {
+	defer s.wg.Done()
+	ix := s.fts
+	defer ix.close()
+	for attempt := 0; ; attempt++ {
+		maxBlob, err := s.maxBlobID(s.ctx)
+		if err == nil {
+			var hwm int64
+			hwm, err = ix.open(s.ctx, maxBlob)
+			if errors.Is(err, errIndexRebuilt) {
+				s.log.Warn("full-text index", "err", err)
+				err = nil
+			}
+			if err == nil {
+				ix.hwm.Store(hwm)
+				break
+			}
+		}
+		s.log.Error("full-text index unavailable; searches read messages", "err", err, "path", ix.path)
+		if !sleepCtx(s.ctx, indexRetry*time.Duration(min(attempt+1, 12))) {
+			return
+		}
+	}
+	s.log.Debug("full-text index open", "path", ix.path, "hwm", ix.hwm.Load())
+	tick := time.NewTicker(indexPoll)
+	defer tick.Stop()
+	for {
+		if ix.broken.Load() {
+			if !s.rebuildIndex() {
+				return
+			}
+		}
+		more, err := s.indexOnce(s.ctx)
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("full-text indexing", "err", err)
+			if isCorrupt(err) {
+				ix.broken.Store(true)
+			}
+			if !sleepCtx(s.ctx, indexRetry) {
+				return
+			}
+			continue
+		}
+		if more {
+			continue
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// rebuildIndex replaces a corrupt index file with an empty one; the
+// indexer then indexes every blob again. Searches scan meanwhile.
+func (s *Store) rebuildIndex() bool {
+	ix := s.fts
+	ix.hwm.Store(0)
+	ix.close()
+	ix.broken.Store(false)
+	os.Remove(ix.path) // the open below recreates it
+	for _, suf := range []string{"-wal", "-shm"} {
+		os.Remove(ix.path + suf)
+	}
+	ix.mu.Lock()
+	ix.forget = nil
+	ix.mu.Unlock()
+	for attempt := 1; ; attempt++ {
+		maxBlob, err := s.maxBlobID(s.ctx)
+		if err == nil {
+			var hwm int64
+			if hwm, err = ix.open(s.ctx, maxBlob); err == nil || errors.Is(err, errIndexRebuilt) {
+				ix.hwm.Store(hwm)
+				s.log.Warn("full-text index rebuilt from scratch", "path", ix.path)
+				return true
+			}
+		}
+		s.log.Error("rebuilding full-text index", "err", err)
+		if !sleepCtx(s.ctx, indexRetry*time.Duration(min(attempt, 12))) {
+			return false
+		}
+	}
+}
+
+func (s *Store) maxBlobID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.rdb.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM blobs").Scan(&id); err != nil {
+		return 0, fmt.Errorf("highest blob id: %w", err)
+	}
+	return id, nil
+}
+
+// indexDoc is one blob's searchable text.
+type indexDoc struct {
+	id   int64
+	text store.SearchableText
+}
+
+// indexOnce indexes up to indexBatch new blobs and removes up to
+// forgetBatch collected ones in one transaction of index.db. more says
+// that work is left.
+func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
+	ix := s.fts
+	db := ix.db.Load()
+	if db == nil {
+		return false, nil
+	}
+	ix.mu.Lock()
+	epoch := ix.epoch
+	lo := ix.hwm.Load()
+	forget := ix.forget[:min(len(ix.forget), forgetBatch)]
+	ix.mu.Unlock()
+
+	docs, last, err := s.loadDocs(ctx, lo, indexBatch)
+	if err != nil {
+		return false, err
+	}
+	if len(docs) == 0 && last == lo && len(forget) == 0 {
+		return false, nil
+	}
+	// A collection whose transaction failed after it reported its blobs
+	// leaves them in place: keep their rows.
+	gone, err := s.missingBlobs(ctx, forget)
+	if err != nil {
+		return false, err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("begin index batch: %w", err)
+	}
+	defer tx.Rollback()
+	for _, id := range gone {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM fts WHERE rowid = ?", id); err != nil {
+			return false, fmt.Errorf("remove collected blob %d from index: %w", id, err)
+		}
+	}
+	maxRow := ix.maxRow
+	for _, d := range docs {
+		if d.id <= maxRow {
+			// A row left from a collected blob whose id came back.
+			if _, err := tx.ExecContext(ctx, "DELETE FROM fts WHERE rowid = ?", d.id); err != nil {
+				return false, fmt.Errorf("replace index row %d: %w", d.id, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO fts (rowid, hdr, body) VALUES (?, ?, ?)", d.id, d.text.Header, d.text.Body); err != nil {
+			return false, fmt.Errorf("index blob %d: %w", d.id, err)
+		}
+		maxRow = max(maxRow, d.id)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'hwm'", last); err != nil {
+		return false, fmt.Errorf("store high-water mark: %w", err)
+	}
+	// Commit under mu: a collection that lowered hwm meanwhile (a new
+	// epoch) may have made ids of this batch stale; then start over.
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.epoch != epoch {
+		return true, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("commit index batch: %w", err)
+	}
+	ix.maxRow = maxRow
+	ix.hwm.Store(last)
+	ix.forget = ix.forget[len(forget):]
+	return len(docs) == indexBatch || len(ix.forget) > 0, nil
+}
+
+// missingBlobs returns the ids that have no blob row.
+func (s *Store) missingBlobs(ctx context.Context, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	j, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode blob ids: %w", err)
+	}
+	rows, err := s.rdb.QueryContext(ctx, "SELECT id FROM blobs WHERE id IN (SELECT value FROM json_each(?))", string(j))
+	if err != nil {
+		return nil, fmt.Errorf("check collected blobs: %w", err)
+	}
+	defer rows.Close()
+	exists := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("check collected blobs: %w", err)
+		}
+		exists[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check collected blobs: %w", err)
+	}
+	var gone []int64
+	for _, id := range ids {
+		if !exists[id] {
+			gone = append(gone, id)
+		}
+	}
+	return gone, nil
+}
+
+// loadDocs reads and extracts up to limit blobs with id > after, in id
+// order. last is the id up to which blobs were looked at.
+func (s *Store) loadDocs(ctx context.Context, after int64, limit int) (docs []indexDoc, last int64, err error) {
+	rows, err := s.rdb.QueryContext(ctx, "SELECT id, sha256, parsed FROM blobs WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	if err != nil {
+		return nil, after, fmt.Errorf("list blobs to index: %w", err)
+	}
+	type pending struct {
+		id  int64
+		sha string
+		pj  []byte
+	}
+	var ps []pending
+	for rows.Next() {
+		var p pending
+		if err := rows.Scan(&p.id, &p.sha, &p.pj); err != nil {
+			rows.Close()
+			return nil, after, fmt.Errorf("list blobs to index: %w", err)
+		}
+		ps = append(ps, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, after, fmt.Errorf("list blobs to index: %w", err)
+	}
+	last = after
+	for _, p := range ps {
+		last = p.id
+		raw, err := os.ReadFile(s.blobPath(p.sha))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // collected meanwhile
+		}
+		if err != nil {
+			return nil, after, fmt.Errorf("read blob %d to index: %w", p.id, err)
+		}
+		docs = append(docs, indexDoc{id: p.id, text: store.ExtractSearchableText(raw, decodeParsed(p.pj))})
+	}
+	return docs, last, nil
+}
+
+// decodeParsed decodes a stored message.Parsed; nil when unusable (the
+// text extraction then parses the message again).
+func decodeParsed(pj []byte) *message.Parsed {
+	p := &message.Parsed{}
+	if err := json.Unmarshal(pj, p); err != nil || p.Body == nil {
+		return nil
+	}
+	return p
+}
+
+// sleepCtx waits d or until ctx ends; false means ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// WaitIndexed blocks until every blob stored so far is in the full-text
+// index, or ctx ends. For tests and benchmarks; searches never need it.
+func (s *Store) WaitIndexed(ctx context.Context) error {
+	if s.fts == nil {
+		return fmt.Errorf("sqlite store: no full-text indexer in this process: %w", store.ErrInvalid)
+	}
+	want, err := s.maxBlobID(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite store: %w", err)
+	}
+	for s.fts.hwm.Load() < want {
+		if !sleepCtx(ctx, 20*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// IndexSize returns the bytes of index.db (with its WAL) and of the
+// message files, to report the index's size relative to the mail.
+func (s *Store) IndexSize(ctx context.Context) (index, mail int64, err error) {
+	for _, suf := range []string{"", "-wal"} {
+		if fi, err := os.Stat(filepath.Join(s.dir, "index.db"+suf)); err == nil {
+			index += fi.Size()
+		}
+	}
+	if err := s.rdb.QueryRowContext(ctx, "SELECT coalesce(sum(size), 0) FROM blobs").Scan(&mail); err != nil {
+		return 0, 0, fmt.Errorf("sqlite store: mail size: %w", err)
+	}
+	return index, mail, nil
+}
