@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"pimail/internal/auth"
+	"pimail/internal/autoconfig"
 	"pimail/internal/av"
 	"pimail/internal/config"
 	"pimail/internal/delivery"
@@ -20,6 +22,7 @@ import (
 	"pimail/internal/dnsbl"
 	"pimail/internal/dnsresolver"
 	"pimail/internal/imapd"
+	"pimail/internal/metrics"
 	"pimail/internal/pop3d"
 	"pimail/internal/queue"
 	"pimail/internal/smtpd"
@@ -134,16 +137,63 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		IdleTimeout:       cfg.POP3.IdleTimeout.Duration,
 		MaxErrors:         cfg.POP3.MaxErrors,
 	}, st, authn, logger.With("proto", "pop3"))
+	metrics.WatchStore(st, 30*time.Second)
+	auto := autoconfig.New(autoconfig.Config{
+		Hostname: cfg.Hostname,
+		Domains: func() []string {
+			ds, err := st.Domains(context.Background())
+			if err != nil {
+				logger.Warn("autoconfig: list domains", "err", err)
+			}
+			names := make([]string, len(ds))
+			for i, d := range ds {
+				names[i] = d.Name
+			}
+			return names
+		},
+		IMAPS: port(cfg.Listen.IMAPS), IMAP: port(cfg.Listen.IMAP),
+		POP3S: port(cfg.Listen.POP3S), POP3: port(cfg.Listen.POP3),
+		Submissions: port(cfg.Listen.Submissions), Submission: port(cfg.Listen.Submission),
+	})
 	web := func(secure bool) *webServer {
-		return newWebServer(webmail.New(webmail.Config{
+		mux := http.NewServeMux()
+		for _, path := range autoconfig.Paths {
+			mux.Handle(path, auto)
+		}
+		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
+		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,
 			SecureCookies: secure,
 			DataDir:       cfg.Data,
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
-		}, st, authn, pipe, logger.With("proto", "http")), logger)
+		}, st, authn, pipe, logger.With("proto", "http")))
+		return newWebServer(mux, logger)
 	}
 	p.http, p.https = web(false), web(true)
 	return p, nil
+}
+
+// port returns the port of a listen address, 0 when it is off or unparsable.
+func port(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// loopbackOnly serves h to loopback clients only: the metrics reveal
+// traffic volumes and are for a local Prometheus or an SSH tunnel.
+func loopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // webServer serves HTTP handlers on a listener with timeouts against slow

@@ -1,0 +1,133 @@
+package metrics
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"pimail/internal/store"
+)
+
+// The server's metrics. Packages update them directly (this package
+// imports nothing of pimail's but the store interface, so any package can
+// import it without a cycle). Label values must come from the small fixed
+// sets below, never from the network (addresses, IPs, host names).
+
+// Protocols, the values of the "protocol" label.
+const (
+	ProtoSMTP        = "smtp"        // MX, port 25
+	ProtoSubmission  = "submission"  // 587 and 465
+	ProtoIMAP        = "imap"        // 143 and 993
+	ProtoPOP3        = "pop3"        // 110 and 995
+	ProtoHTTP        = "http"        // webmail, admin, autoconfig
+	ProtoManageSieve = "managesieve" // reserved
+)
+
+// Reasons, the values of the "reason" label of MessagesRejected.
+const (
+	RejectUnknownRecipient = "unknown_recipient"
+	RejectRelay            = "relay_denied"
+	RejectDNSBL            = "dnsbl"
+	RejectSPF              = "spf"
+	RejectDMARC            = "dmarc"
+	RejectSpam             = "spam"
+	RejectVirus            = "virus"
+	RejectPolicy           = "policy" // attachment policy, rules
+	RejectSize             = "size"
+	RejectRateLimit        = "rate_limit"
+	RejectProtocol         = "protocol" // bare LF, syntax, too many errors
+	RejectTempFail         = "temp_failure"
+	RejectOther            = "other"
+)
+
+// Outcomes of an outbound delivery attempt, the values of the "result"
+// label of QueueAttempts.
+const (
+	ResultDelivered = "delivered"
+	ResultDeferred  = "deferred"
+	ResultFailed    = "failed"
+)
+
+var (
+	// Connections counts accepted connections by protocol.
+	Connections = Default.NewCounterVec("pimail_connections_total",
+		"Connections accepted, by protocol.", "protocol")
+	// ConnectionsActive is the number of open connections by protocol
+	// (Inc when a session starts, Dec when it ends).
+	ConnectionsActive = Default.NewGaugeVec("pimail_connections_active",
+		"Connections open now, by protocol.", "protocol")
+	// AuthFailures counts failed logins by protocol.
+	AuthFailures = Default.NewCounterVec("pimail_auth_failures_total",
+		"Failed authentication attempts, by protocol.", "protocol")
+
+	// MessagesAccepted counts messages accepted (250 after DATA) by the
+	// protocol they came in on (smtp or submission).
+	MessagesAccepted = Default.NewCounterVec("pimail_messages_accepted_total",
+		"Messages accepted, by protocol.", "protocol")
+	// MessagesRejected counts refused messages or recipients by reason.
+	MessagesRejected = Default.NewCounterVec("pimail_messages_rejected_total",
+		"Messages or recipients refused, by reason.", "reason")
+	// MessagesJunk counts accepted messages filed into Junk.
+	MessagesJunk = Default.NewCounter("pimail_messages_junk_total",
+		"Accepted messages filed into Junk as probable spam.")
+	// DeliveryLatency is the time from the end of DATA to the message
+	// being stored (visible in the mailbox), in seconds.
+	DeliveryLatency = Default.NewHistogram("pimail_delivery_duration_seconds",
+		"Time from the end of DATA until the message is stored, in seconds.", DefaultBuckets)
+
+	// QueueSize is the number of messages in the outbound queue.
+	QueueSize = Default.NewGauge("pimail_queue_messages",
+		"Messages waiting in the outbound queue.")
+	// QueueAttempts counts outbound delivery attempts per recipient by
+	// result.
+	QueueAttempts = Default.NewCounterVec("pimail_queue_attempts_total",
+		"Outbound delivery attempts per recipient, by result.", "result")
+
+	// DNSBLLookups counts blocklist lookups; DNSBLCacheHits those answered
+	// without a DNS query; DNSBLListed those that found the address
+	// listed (hits), by zone (zones come from the configuration).
+	DNSBLLookups   = Default.NewCounter("pimail_dnsbl_lookups_total", "DNS blocklist lookups.")
+	DNSBLCacheHits = Default.NewCounter("pimail_dnsbl_cache_hits_total", "DNS blocklist lookups answered from the cache.")
+	DNSBLListed    = Default.NewCounterVec("pimail_dnsbl_listed_total",
+		"DNS blocklist lookups that found the client listed, by zone.", "zone")
+
+	// Store sizes, refreshed by WatchStore.
+	StoreAccounts  = Default.NewGauge("pimail_store_accounts", "Accounts in the store.")
+	StoreMessages  = Default.NewGauge("pimail_store_messages", "Messages in all mailboxes (one per mailbox copy).")
+	StoreBlobs     = Default.NewGauge("pimail_store_blobs", "Distinct stored message files.")
+	StoreBlobBytes = Default.NewGauge("pimail_store_blob_bytes", "Bytes of distinct stored message files.")
+)
+
+// statsSource is what WatchStore needs of a store.
+type statsSource interface {
+	Stats(ctx context.Context) (store.Stats, error)
+}
+
+// WatchStore makes the store size gauges follow st: they are refreshed at
+// a scrape when the last refresh is older than maxAge (0 means 30 s), so
+// that frequent scrapes do not count rows each time.
+func WatchStore(st statsSource, maxAge time.Duration) {
+	if maxAge <= 0 {
+		maxAge = 30 * time.Second
+	}
+	var mu sync.Mutex
+	var last time.Time
+	Default.OnCollect(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) < maxAge {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := st.Stats(ctx)
+		if err != nil {
+			return // keep the previous values
+		}
+		last = time.Now()
+		StoreAccounts.Set(float64(s.Accounts))
+		StoreMessages.Set(float64(s.Messages))
+		StoreBlobs.Set(float64(s.Blobs))
+		StoreBlobBytes.Set(float64(s.BlobBytes))
+	})
+}
