@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"pimail/internal/imapwire"
-	"pimail/internal/store"
 )
 
 const searchChunk = 1000
@@ -115,28 +114,36 @@ func (s *session) writeESearch(cmd *command, ret []string, nums []uint32, modseq
 	w.CRLF()
 }
 
-// search runs a search program over the whole view and returns the
-// ascending view indexes of the matches.
-func (s *session) search(key imapwire.SearchKey) ([]int, *evaluator, error) {
+// search runs a search program over the whole view in the store
+// (store.Searcher: index columns and the full-text index) and returns the
+// ascending view indexes of the matches. Messages the session has not
+// been told about yet, or whose expunge it has not reported, are left out.
+func (s *session) search(key imapwire.SearchKey) ([]int, *searchInfo, error) {
 	v := s.sel
-	ev := &evaluator{}
-	ev.init(s, key)
-	if ev.usesModSeq {
+	info := &searchInfo{}
+	q, err := s.toStoreQuery(key, info, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info.usesModSeq {
 		s.enableCondStore() // RFC 7162 §3.1: a CONDSTORE enabling command
 	}
-	var hits []int
-	for start := 0; start < len(v.uids); start += searchChunk {
-		idx := make([]int, 0, searchChunk)
-		for i := start; i < min(start+searchChunk, len(v.uids)); i++ {
-			idx = append(idx, i)
-		}
-		found, err := ev.run(idx)
-		if err != nil {
-			return nil, nil, err
-		}
-		hits = append(hits, found...)
+	res, err := s.srv.st.Search(s.ctx, v.mb.ID, q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("search: %w", err)
 	}
-	return hits, ev, nil
+	hits := make([]int, 0, len(res.UIDs))
+	for j, uid := range res.UIDs {
+		i, ok := v.index(uid)
+		if !ok || v.pending[uid] {
+			continue
+		}
+		hits = append(hits, i)
+		if j < len(res.ModSeqs) && res.ModSeqs[j] > info.maxModSeq {
+			info.maxModSeq = res.ModSeqs[j]
+		}
+	}
+	return hits, info, nil
 }
 
 // checkCharset accepts the charsets search strings may come in.
@@ -145,78 +152,4 @@ func checkCharset(cs string) error {
 		return no("BADCHARSET (UTF-8 US-ASCII)", "unsupported charset")
 	}
 	return nil
-}
-
-// evaluator runs a search program over view messages.
-type evaluator struct {
-	s      *session
-	key    imapwire.SearchKey
-	parsed bool // needs the envelope and MIME structure
-	blob   bool // needs the message bytes (HEADER, BODY, TEXT)
-	meta   bool // needs dates or sizes from the index
-	// usesModSeq: the program has a MODSEQ key, so the answer carries the
-	// highest MODSEQ of the matches (RFC 7162 §3.1.5, §3.1.6).
-	usesModSeq bool
-	maxModSeq  uint64
-}
-
-func (e *evaluator) init(s *session, k imapwire.SearchKey) {
-	e.s, e.key = s, k
-	e.walk(k)
-}
-
-func (e *evaluator) walk(k imapwire.SearchKey) {
-	switch k.Op {
-	case "FROM", "TO", "CC", "BCC", "SUBJECT", "SENTBEFORE", "SENTON", "SENTSINCE":
-		e.parsed, e.meta = true, true
-	case "HEADER", "BODY", "TEXT":
-		e.parsed, e.blob, e.meta = true, true, true
-	case "BEFORE", "ON", "SINCE", "LARGER", "SMALLER":
-		e.meta = true
-	case "MODSEQ":
-		e.meta, e.usesModSeq = true, true
-	}
-	for _, c := range k.Children {
-		e.walk(c)
-	}
-}
-
-// run evaluates the program for the given view indexes.
-func (e *evaluator) run(idx []int) ([]int, error) {
-	v := e.s.sel
-	var byUID map[uint32]*store.MessageMeta
-	if e.meta {
-		metas, err := e.s.srv.st.Fetch(e.s.ctx, v.mb.ID, v.uidSet(idx), store.FetchOptions{Parsed: e.parsed})
-		if err != nil {
-			return nil, fmt.Errorf("search fetch: %w", err)
-		}
-		byUID = make(map[uint32]*store.MessageMeta, len(metas))
-		for i := range metas {
-			byUID[metas[i].UID] = &metas[i]
-		}
-	}
-	var out []int
-	for _, i := range idx {
-		uid := v.uids[i]
-		if v.pending[uid] {
-			continue
-		}
-		m := &candidate{ev: e, seq: uint32(i + 1), uid: uid, flags: v.flags[i], recent: v.recent[uid]}
-		if e.meta {
-			if m.meta = byUID[uid]; m.meta == nil {
-				continue
-			}
-		}
-		ok, err := m.match(e.key, 0)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, i)
-			if m.meta != nil && m.meta.ModSeq > e.maxModSeq {
-				e.maxModSeq = m.meta.ModSeq
-			}
-		}
-	}
-	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"pimail/internal/imapwire"
+	"pimail/internal/inflate"
 )
 
 // compressLevel trades CPU for bandwidth: mail is mostly text, and the
@@ -36,8 +37,15 @@ func cmdCompress(s *session, cmd *command) (string, string, error) {
 	}
 	s.deflate = fw
 	// The decompressor reads through the old buffered reader, so data the
-	// client sent right after the OK and already buffered is kept.
-	s.r.SetReader(bufio.NewReaderSize(flate.NewReader(s.r.BufReader()), 16*1024))
+	// client sent right after the OK and already buffered is kept. It is
+	// internal/inflate rather than compress/flate because clients such as
+	// mbsync flush with zlib's Z_PARTIAL_FLUSH: the command's block is
+	// followed by an empty fixed-Huffman block (RFC 1951 §3.2.6) whose last
+	// bits only arrive with the next command, and compress/flate does not
+	// return a non-final Huffman block's data until more input comes, so
+	// the command would never be seen. inflate returns each block's data
+	// as soon as the block ends.
+	s.r.SetReader(bufio.NewReaderSize(inflate.NewReader(s.r.BufReader()), 16*1024))
 	s.w.SetWriter(bufio.NewWriterSize(fw, 16*1024))
 	return "", "", errAlreadyAnswered
 }

@@ -1,268 +1,181 @@
 package imapd
 
 import (
-	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	"pimail/internal/imapwire"
-	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
-// candidate is one message under evaluation; the blob and decoded texts
-// are loaded on first use.
-type candidate struct {
-	ev     *evaluator
-	seq    uint32
-	uid    uint32
-	flags  msgFlags
-	recent bool
-	meta   *store.MessageMeta
+// maxSearchKeyDepth bounds the nesting of a translated search program.
+const maxSearchKeyDepth = 100
 
-	raw      []byte
-	rawDone  bool
-	fields   []message.Field
-	bodyText *string
+// searchInfo is what a search reports besides its matches.
+type searchInfo struct {
+	// usesModSeq: the program has a MODSEQ key, so the answer carries the
+	// highest MODSEQ of the matches (RFC 7162 §3.1.5, §3.1.6).
+	usesModSeq bool
+	maxModSeq  uint64
 }
 
-func (c *candidate) blob() ([]byte, error) {
-	if !c.rawDone {
-		c.rawDone = true
-		raw, err := c.ev.s.srv.st.ReadBlob(c.ev.s.ctx, c.meta.BlobID)
-		if err != nil {
-			return nil, fmt.Errorf("search: reading message %d: %w", c.uid, err)
-		}
-		c.raw = raw
+// toStoreQuery translates a parsed search key (RFC 9051 §6.4.4) into the
+// store's protocol-neutral query. What only this session knows is resolved
+// here: message sequence numbers, "$" (RFC 5182) and \Recent become UID
+// sets of the session's view.
+func (s *session) toStoreQuery(k imapwire.SearchKey, info *searchInfo, depth int) (store.SearchQuery, error) {
+	if depth > maxSearchKeyDepth {
+		return store.SearchQuery{}, bad("search program too deep")
 	}
-	return c.raw, nil
+	v := s.sel
+	not := func(q store.SearchQuery) store.SearchQuery {
+		return store.SearchQuery{Op: store.SearchNot, Children: []store.SearchQuery{q}}
+	}
+	flag := func(f store.Flags) store.SearchQuery { return store.SearchQuery{Op: store.SearchFlag, Flags: f} }
+	recent := func() store.SearchQuery {
+		uids := make([]uint32, 0, len(v.recent))
+		for u := range v.recent {
+			uids = append(uids, u)
+		}
+		slices.Sort(uids)
+		return store.SearchQuery{Op: store.SearchUIDs, UIDs: uidRanges(uids)}
+	}
+	text := func(op store.SearchOp) store.SearchQuery { return store.SearchQuery{Op: op, Text: k.Str} }
+	switch k.Op {
+	case "AND", "OR":
+		op := store.SearchAnd
+		if k.Op == "OR" {
+			op = store.SearchOr
+		}
+		q := store.SearchQuery{Op: op}
+		for _, c := range k.Children {
+			cq, err := s.toStoreQuery(c, info, depth+1)
+			if err != nil {
+				return q, err
+			}
+			q.Children = append(q.Children, cq)
+		}
+		return q, nil
+	case "NOT":
+		if len(k.Children) != 1 {
+			return store.SearchQuery{}, bad("NOT needs one search key")
+		}
+		c, err := s.toStoreQuery(k.Children[0], info, depth+1)
+		return not(c), err
+	case "ALL":
+		return store.SearchQuery{Op: store.SearchAll}, nil
+	case "SEQSET", "UID":
+		return store.SearchQuery{Op: store.SearchUIDs, UIDs: v.searchSet(k.Set, k.Op == "UID")}, nil
+	case "ANSWERED":
+		return flag(store.FlagAnswered), nil
+	case "UNANSWERED":
+		return not(flag(store.FlagAnswered)), nil
+	case "DELETED":
+		return flag(store.FlagDeleted), nil
+	case "UNDELETED":
+		return not(flag(store.FlagDeleted)), nil
+	case "DRAFT":
+		return flag(store.FlagDraft), nil
+	case "UNDRAFT":
+		return not(flag(store.FlagDraft)), nil
+	case "FLAGGED":
+		return flag(store.FlagFlagged), nil
+	case "UNFLAGGED":
+		return not(flag(store.FlagFlagged)), nil
+	case "SEEN":
+		return flag(store.FlagSeen), nil
+	case "UNSEEN":
+		return not(flag(store.FlagSeen)), nil
+	case "RECENT":
+		return recent(), nil
+	case "UNRECENT", "OLD":
+		return not(recent()), nil
+	case "NEW": // RFC 3501 §6.4.4: RECENT UNSEEN
+		return store.SearchQuery{Op: store.SearchAnd, Children: []store.SearchQuery{recent(), not(flag(store.FlagSeen))}}, nil
+	case "KEYWORD", "UNKEYWORD":
+		q := store.SearchQuery{Op: store.SearchKeyword, Keyword: k.Str}
+		for _, sf := range systemFlags {
+			if strings.EqualFold(sf.name, k.Str) {
+				q = flag(sf.bit)
+			}
+		}
+		if k.Op == "UNKEYWORD" {
+			q = not(q)
+		}
+		return q, nil
+	case "MODSEQ":
+		// RFC 7162 §3.1.5: per-flag entry names are answered with the
+		// message's MODSEQ, which is never lower than any of its flags'.
+		info.usesModSeq = true
+		return store.SearchQuery{Op: store.SearchModSeq, Num: k.Num}, nil
+	case "LARGER":
+		return store.SearchQuery{Op: store.SearchLarger, Num: k.Num}, nil
+	case "SMALLER":
+		return store.SearchQuery{Op: store.SearchSmaller, Num: k.Num}, nil
+	case "BEFORE", "ON", "SINCE", "SENTBEFORE", "SENTON", "SENTSINCE":
+		op := map[string]store.SearchOp{"BEFORE": store.SearchBefore, "ON": store.SearchOn, "SINCE": store.SearchSince,
+			"SENTBEFORE": store.SearchSentBefore, "SENTON": store.SearchSentOn, "SENTSINCE": store.SearchSentSince}[k.Op]
+		return store.SearchQuery{Op: op, Date: k.Date}, nil
+	case "SUBJECT":
+		return text(store.SearchSubject), nil
+	case "FROM":
+		return text(store.SearchFrom), nil
+	case "TO":
+		return text(store.SearchTo), nil
+	case "CC":
+		return text(store.SearchCc), nil
+	case "BCC":
+		return text(store.SearchBcc), nil
+	case "HEADER":
+		return store.SearchQuery{Op: store.SearchHeader, Field: k.Field, Text: k.Str}, nil
+	case "BODY":
+		return text(store.SearchBody), nil
+	case "TEXT":
+		return text(store.SearchText), nil
+	}
+	return store.SearchQuery{}, bad("unsupported search key %s", k.Op)
 }
 
-func (c *candidate) headerFields() ([]message.Field, error) {
-	if c.fields == nil {
-		raw, err := c.blob()
-		if err != nil {
-			return nil, err
-		}
-		c.fields = message.HeaderFields(headerBytes(raw, rootPart(c.meta, raw)))
-		if c.fields == nil {
-			c.fields = []message.Field{}
-		}
+// searchSet turns a sequence set, a UID set or "$" into the UIDs of the
+// view it names. "*" is the last message of the view (RFC 9051 §9).
+func (v *mailboxView) searchSet(set imapwire.SeqSet, uid bool) store.UIDSet {
+	if set.Saved {
+		return uidRanges(v.saved) // RFC 5182 §2.1
 	}
-	return c.fields, nil
-}
-
-// text returns the decoded text of all text/* parts, nested messages included.
-func (c *candidate) text() (string, error) {
-	if c.bodyText == nil {
-		raw, err := c.blob()
-		if err != nil {
-			return "", err
+	n := len(v.uids)
+	var out store.UIDSet
+	for _, r := range set.Ranges {
+		if n == 0 {
+			break
 		}
-		var b strings.Builder
-		collectText(&b, raw, rootPart(c.meta, raw), 0)
-		t := strings.ToLower(b.String())
-		c.bodyText = &t
-	}
-	return *c.bodyText, nil
-}
-
-func collectText(b *strings.Builder, raw []byte, p *message.Part, depth int) {
-	if p == nil || depth > maxStructureDepth {
-		return
-	}
-	switch {
-	case p.Type == "multipart":
-		for _, c := range p.Parts {
-			collectText(b, raw, c, depth+1)
-		}
-	case p.Message != nil:
-		for _, f := range message.HeaderFields(slice(raw, p.Message.HeaderStart, p.Message.BodyStart)) {
-			b.WriteString(message.DecodeHeaderValue(f.Unfolded()))
-			b.WriteByte('\n')
-		}
-		collectText(b, raw, p.Message, depth+1)
-	case p.Type == "text":
-		if t, err := message.DecodeText(raw, p); err == nil {
-			b.WriteString(t)
-			b.WriteByte('\n')
-		}
-	}
-}
-
-// contains is the case-insensitive substring match of RFC 9051 §6.4.4.
-func contains(hay, needle string) bool {
-	return strings.Contains(strings.ToLower(hay), strings.ToLower(needle))
-}
-
-// addressText is the searchable form of an address header: the store's
-// decoded string, or the envelope's addresses when that is empty.
-func addressText(decoded string, list []message.Address) string {
-	if decoded != "" || len(list) == 0 {
-		return decoded
-	}
-	var parts []string
-	for _, a := range list {
-		if a.Group != "" || a.End {
+		if uid {
+			lo, hi := r.Resolve(v.maxUID())
+			if hi == 0 {
+				continue
+			}
+			out = append(out, store.UIDRange{Start: max(lo, 1), Stop: hi})
 			continue
 		}
-		parts = append(parts, message.DecodeHeaderValue(a.Name)+" <"+a.Mailbox+"@"+a.Host+">")
+		lo, hi := r.Resolve(uint32(n))
+		if lo < 1 || lo > uint32(n) {
+			continue
+		}
+		hi = min(hi, uint32(n))
+		out = append(out, store.UIDRange{Start: v.uids[lo-1], Stop: v.uids[hi-1]})
 	}
-	return strings.Join(parts, ", ")
+	return out
 }
 
-// day returns the calendar date of t in its own zone, as midnight UTC,
-// for the date comparisons of RFC 9051 §6.4.4 (time and zone disregarded).
-func day(t time.Time) time.Time {
-	y, m, d := t.Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-}
-
-func compareDay(op string, t, want time.Time) bool {
-	d := day(t)
-	switch op {
-	case "BEFORE", "SENTBEFORE":
-		return d.Before(want)
-	case "ON", "SENTON":
-		return d.Equal(want)
+// uidRanges compresses ascending UIDs into ranges.
+func uidRanges(uids []uint32) store.UIDSet {
+	var out store.UIDSet
+	for i := 0; i < len(uids); {
+		j := i
+		for j+1 < len(uids) && uids[j+1] == uids[j]+1 {
+			j++
+		}
+		out = append(out, store.UIDRange{Start: uids[i], Stop: uids[j]})
+		i = j + 1
 	}
-	return !d.Before(want) // SINCE, SENTSINCE
-}
-
-func (c *candidate) hasFlag(f store.Flags) bool { return c.flags.flags&f != 0 }
-
-func (c *candidate) hasKeyword(k string) bool {
-	for _, sf := range systemFlags {
-		if strings.EqualFold(sf.name, k) {
-			return c.hasFlag(sf.bit)
-		}
-	}
-	for _, kw := range c.flags.keywords {
-		if strings.EqualFold(kw, k) {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *candidate) match(k imapwire.SearchKey, depth int) (bool, error) {
-	if depth > 100 {
-		return false, bad("search program too deep")
-	}
-	p := c.meta
-	var parsed *message.Parsed
-	if p != nil {
-		parsed = p.Parsed
-	}
-	if parsed == nil {
-		parsed = &message.Parsed{}
-	}
-	switch k.Op {
-	case "AND":
-		for _, ch := range k.Children {
-			ok, err := c.match(ch, depth+1)
-			if err != nil || !ok {
-				return false, err
-			}
-		}
-		return true, nil
-	case "OR":
-		ok, err := c.match(k.Children[0], depth+1)
-		if err != nil || ok {
-			return ok, err
-		}
-		return c.match(k.Children[1], depth+1)
-	case "NOT":
-		ok, err := c.match(k.Children[0], depth+1)
-		return !ok, err
-	case "ALL":
-		return true, nil
-	case "SEQSET", "UID":
-		if k.Set.Saved {
-			return c.ev.s.sel.inSaved(c.uid), nil // RFC 5182 §2.1
-		}
-		if k.Op == "SEQSET" {
-			return k.Set.Contains(c.seq, uint32(len(c.ev.s.sel.uids))), nil
-		}
-		return k.Set.Contains(c.uid, c.ev.s.sel.maxUID()), nil
-	case "ANSWERED", "UNANSWERED":
-		return c.hasFlag(store.FlagAnswered) == (k.Op == "ANSWERED"), nil
-	case "DELETED", "UNDELETED":
-		return c.hasFlag(store.FlagDeleted) == (k.Op == "DELETED"), nil
-	case "DRAFT", "UNDRAFT":
-		return c.hasFlag(store.FlagDraft) == (k.Op == "DRAFT"), nil
-	case "FLAGGED", "UNFLAGGED":
-		return c.hasFlag(store.FlagFlagged) == (k.Op == "FLAGGED"), nil
-	case "SEEN", "UNSEEN":
-		return c.hasFlag(store.FlagSeen) == (k.Op == "SEEN"), nil
-	case "RECENT", "UNRECENT":
-		return c.recent == (k.Op == "RECENT"), nil
-	case "NEW":
-		return c.recent && !c.hasFlag(store.FlagSeen), nil
-	case "OLD":
-		return !c.recent, nil
-	case "KEYWORD", "UNKEYWORD":
-		return c.hasKeyword(k.Str) == (k.Op == "KEYWORD"), nil
-	case "MODSEQ":
-		// RFC 7162 §3.1.5: messages with a MODSEQ of at least the value;
-		// per-flag entry names are answered with the message's MODSEQ,
-		// which is never lower than any of its flags'.
-		return p.ModSeq >= uint64(k.Num), nil
-	case "LARGER":
-		return p.Size > k.Num, nil
-	case "SMALLER":
-		return p.Size < k.Num, nil
-	case "BEFORE", "ON", "SINCE":
-		return compareDay(k.Op, p.InternalDate, k.Date), nil
-	case "SENTBEFORE", "SENTON", "SENTSINCE":
-		sent := parsed.Date
-		if sent.IsZero() {
-			sent = p.InternalDate // no usable Date: header
-		}
-		return compareDay(k.Op, sent, k.Date), nil
-	case "SUBJECT":
-		subj := parsed.Subject
-		if subj == "" {
-			subj = message.DecodeHeaderValue(parsed.Envelope.Subject)
-		}
-		return contains(subj, k.Str), nil
-	case "FROM":
-		return contains(addressText(parsed.From, parsed.Envelope.From), k.Str), nil
-	case "TO":
-		return contains(addressText(parsed.To, parsed.Envelope.To), k.Str), nil
-	case "CC":
-		return contains(addressText(parsed.Cc, parsed.Envelope.Cc), k.Str), nil
-	case "BCC":
-		return contains(addressText(parsed.Bcc, parsed.Envelope.Bcc), k.Str), nil
-	case "HEADER":
-		fields, err := c.headerFields()
-		if err != nil {
-			return false, err
-		}
-		for _, f := range fields {
-			if strings.EqualFold(f.Name, k.Field) && (k.Str == "" || contains(message.DecodeHeaderValue(f.Unfolded()), k.Str)) {
-				return true, nil
-			}
-		}
-		return false, nil
-	case "BODY", "TEXT":
-		needle := strings.ToLower(k.Str)
-		if k.Op == "TEXT" {
-			fields, err := c.headerFields()
-			if err != nil {
-				return false, err
-			}
-			for _, f := range fields {
-				if contains(message.DecodeHeaderValue(f.Unfolded()), needle) {
-					return true, nil
-				}
-			}
-		}
-		t, err := c.text()
-		if err != nil {
-			return false, err
-		}
-		return strings.Contains(t, needle), nil
-	}
-	return false, bad("unsupported search key %s", k.Op)
+	return out
 }

@@ -132,6 +132,12 @@ func HTMLText(s string) string {
 		}
 		text(s[:lt])
 		s = s[lt:]
+		if len(s) > 1 && !isTagStart(s[1]) {
+			// "<" not followed by a tag name is text (HTML 5 §13.2.5.6).
+			text("<")
+			s = s[1:]
+			continue
+		}
 		if strings.HasPrefix(s, "<!--") {
 			end := strings.Index(s[4:], "-->")
 			if end < 0 {
@@ -179,4 +185,8 @@ func tagName(t string) string {
 		end++
 	}
 	return strings.ToLower(t[:end])
+}
+
+func isTagStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '/' || c == '!' || c == '?'
 }

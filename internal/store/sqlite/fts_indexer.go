@@ -61,13 +61,18 @@ func (s *Store) indexer() {
 	s.log.Debug("full-text index open", "path", ix.path, "hwm", ix.hwm.Load())
 	tick := time.NewTicker(indexPoll)
 	defer tick.Stop()
+	dirty := false // batches written since the last checkpoint
 	for {
 		if ix.broken.Load() {
 			if !s.rebuildIndex() {
 				return
 			}
 		}
+		h0 := ix.hwm.Load()
 		more, err := s.indexOnce(s.ctx)
+		if ix.hwm.Load() != h0 {
+			dirty = true
+		}
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return
@@ -83,6 +88,16 @@ func (s *Store) indexer() {
 		}
 		if more {
 			continue
+		}
+		if dirty {
+			// Caught up: fold the WAL into index.db so that its size is
+			// the index's, not the index's plus a burst of batches.
+			dirty = false
+			if db := ix.db.Load(); db != nil {
+				if _, err := db.ExecContext(s.ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil && s.ctx.Err() == nil {
+					s.log.Debug("full-text index checkpoint", "err", err)
+				}
+			}
 		}
 		select {
 		case <-s.ctx.Done():

@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"pimail/internal/store"
+)
+
+func waitIndexed(t *testing.T, s *Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.WaitIndexed(ctx); err != nil {
+		t.Fatalf("WaitIndexed: %v", err)
+	}
+}
+
+func bodySearch(t *testing.T, s *Store, mb int64, word string) []uint32 {
+	t.Helper()
+	res, err := s.Search(context.Background(), mb, store.SearchQuery{Op: store.SearchBody, Text: word})
+	if err != nil {
+		t.Fatalf("Search %q: %v", word, err)
+	}
+	return res.UIDs
+}
+
+func wordMsg(word string) []byte {
+	return []byte("From: a@example.org\r\nSubject: s\r\n\r\nThe word is " + word + ".\r\n")
+}
+
+func ftsInbox(t *testing.T, s *Store) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.AddDomain(ctx, "example.org"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.AddAccount(ctx, "u@example.org", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := s.Mailbox(ctx, a.ID, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mb.ID
+}
+
+// TestIndexRebuiltWhenCorrupt: a garbage index.db is set aside and the
+// index rebuilt in the background; searches are right throughout.
+func TestIndexRebuiltWhenCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := ftsInbox(t, s)
+	for i := range 5 {
+		if _, err := s.Append(context.Background(), mb, wordMsg(fmt.Sprintf("zebra%d", i)), 0, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIndexed(t, s)
+	s.Close()
+	if err := os.WriteFile(filepath.Join(dir, "index.db"), []byte("this is not a database, not at all, no"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "index.db-wal"))
+	s, err = Open(dir, testOptions())
+	if err != nil {
+		t.Fatalf("reopen with a corrupt index: %v", err)
+	}
+	defer s.Close()
+	if got := bodySearch(t, s, mb, "zebra3"); !slices.Equal(got, []uint32{4}) {
+		t.Errorf("before the rebuild: %v", got)
+	}
+	waitIndexed(t, s)
+	if got := bodySearch(t, s, mb, "zebra3"); !slices.Equal(got, []uint32{4}) {
+		t.Errorf("after the rebuild: %v", got)
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, "index.db.broken-*"))
+	if len(aside) != 1 {
+		t.Errorf("corrupt index not set aside: %v", aside)
+	}
+	var rows int
+	if err := s.fts.db.Load().QueryRow("SELECT count(*) FROM fts").Scan(&rows); err != nil || rows != 5 {
+		t.Errorf("rebuilt index has %d rows (%v), want 5", rows, err)
+	}
+}
+
+// TestIndexCollectedAndReusedID: a collected blob's row is removed, and
+// when SQLite hands its id to a new blob the old text never matches.
+func TestIndexCollectedAndReusedID(t *testing.T) {
+	s := openTest(t)
+	mb := ftsInbox(t, s)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, mb, wordMsg("keepsake"), 0, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Append(ctx, mb, wordMsg("ephemeral"), store.FlagDeleted, nil, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, s)
+	metas, err := s.Fetch(ctx, mb, store.UIDSet{{Start: d.UID, Stop: d.UID}}, store.FetchOptions{})
+	if err != nil || len(metas) != 1 {
+		t.Fatalf("Fetch: %v %v", metas, err)
+	}
+	oldBlob := metas[0].BlobID
+	if _, err := s.Expunge(ctx, mb, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.collectOnce(); err != nil {
+		t.Fatal(err)
+	}
+	if h := s.fts.hwm.Load(); h >= oldBlob {
+		t.Errorf("hwm %d not lowered below the collected top blob %d", h, oldBlob)
+	}
+	d2, err := s.Append(ctx, mb, wordMsg("newcomer"), 0, nil, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err = s.Fetch(ctx, mb, store.UIDSet{{Start: d2.UID, Stop: d2.UID}}, store.FetchOptions{})
+	if err != nil || len(metas) != 1 {
+		t.Fatalf("Fetch: %v %v", metas, err)
+	}
+	if metas[0].BlobID != oldBlob {
+		t.Logf("SQLite did not reuse blob id %d (got %d); the test still checks the results", oldBlob, metas[0].BlobID)
+	}
+	for phase := range 2 {
+		if got := bodySearch(t, s, mb, "ephemeral"); len(got) != 0 {
+			t.Errorf("phase %d: collected text still matches: %v", phase, got)
+		}
+		if got := bodySearch(t, s, mb, "newcomer"); !slices.Equal(got, []uint32{d2.UID}) {
+			t.Errorf("phase %d: new message: %v", phase, got)
+		}
+		if got := bodySearch(t, s, mb, "keepsake"); !slices.Equal(got, []uint32{1}) {
+			t.Errorf("phase %d: old message: %v", phase, got)
+		}
+		waitIndexed(t, s)
+	}
+	var rows int
+	if err := s.fts.db.Load().QueryRow("SELECT count(*) FROM fts").Scan(&rows); err != nil || rows != 2 {
+		t.Errorf("index has %d rows (%v), want 2", rows, err)
+	}
+}
