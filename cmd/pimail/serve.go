@@ -80,7 +80,7 @@ func cmdServe(args []string) error {
 // run opens the store and serves until SIGINT or SIGTERM.
 func run(cfg config.Config, onReady func(addrs map[string]string)) error {
 	logger := newLogger(os.Stderr, cfg.Log.Level, cfg.Log.Format)
-	st, err := sqlite.Open(cfg.Data, sqlite.Options{Logger: logger.With("component", "store")})
+	st, err := sqlite.Open(cfg.Data, sqlite.Options{Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -321,6 +321,26 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// exampleExtras shows, commented out, the keys that have no default value.
+const exampleExtras = `
+# Keys without a default, as examples:
+#
+# [dns]                        # resolvers to ask instead of /etc/resolv.conf
+#   servers = ["127.0.0.1:53"]
+#
+# [[dnsbl.zones]]              # a blocklist (RFC 5782); repeat for more
+#   name = "dnsbl.example.org"
+#   bitmap = ""                # a zone answering the /25 prefix-bitmap form
+#   weight = 1.0
+#
+# [queue.transports."*"]       # a smarthost for all domains (or name one domain)
+#   host = "smtp.provider.example:587"
+#   username = "you@provider.example"
+#   password = "secret"
+#   require_tls = true
+#   implicit_tls = false
+`
+
 // Example returns a complete configuration file holding the defaults.
 func Example() string {
 	var b bytes.Buffer
@@ -329,5 +349,6 @@ func Example() string {
 	if err := toml.NewEncoder(&b).Encode(Default()); err != nil {
 		panic(err) // Default() always encodes
 	}
+	b.WriteString(exampleExtras)
 	return b.String()
 }

@@ -80,7 +80,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	p := &parts{}
 	if p.queue, err = queue.New(queueConfig(cfg), queue.Deps{
 		Store: st, Dir: dir, Local: pipe, Resolver: res,
-		Signer: dkim.NewSigner(st, logger.With("component", "dkim")),
+		Signer: dkim.NewSigner(st, logger),
 		Logger: logger,
 	}); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
@@ -166,7 +166,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			SecureCookies: secure,
 			DataDir:       cfg.Data,
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
-		}, st, authn, pipe, logger.With("proto", "http")))
+		}, st, authn, pipe, logger))
 		return newWebServer(mux, logger)
 	}
 	p.http, p.https = web(false), web(true)
@@ -235,7 +235,7 @@ func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error
 		NoPolicy:  !cfg.AV.AttachmentPolicy,
 		Policy:    av.PolicyConfig{AllowMacros: cfg.AV.AllowMacros},
 		ClamdDown: cfg.AV.ClamdDown,
-		Logger:    logger.With("component", "av"),
+		Logger:    logger,
 	}
 	if network, addr, ok := strings.Cut(cfg.AV.Clamd, ":"); ok {
 		avc.Clamd = &av.Clamd{Network: network, Address: addr, Timeout: cfg.AV.ClamdTimeout.Duration}
@@ -275,7 +275,7 @@ func newDNSBL(cfg config.Config, res dnsresolver.Resolver, logger *slog.Logger) 
 	for i, z := range cfg.DNSBL.Zones {
 		zones[i] = dnsbl.Zone{Name: z.Name, BitmapName: z.Bitmap, Weight: z.Weight}
 	}
-	checker, err := dnsbl.New(dnsbl.Config{Zones: zones, Resolver: res, Logger: logger.With("component", "dnsbl")})
+	checker, err := dnsbl.New(dnsbl.Config{Zones: zones, Resolver: res, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("dnsbl: %w", err)
 	}
