@@ -7,13 +7,17 @@ import (
 )
 
 // traceFields are the header fields the server may prepend to a delivered
-// message: the trace fields of RFC 5321 §4.4 and the authentication
-// results a receiving MX adds (RFC 8601, RFC 7208 §9.1).
+// message: the trace fields of RFC 5321 §4.4, the authentication results a
+// receiving MX adds (RFC 8601, RFC 7208 §9.1), and the spam and virus
+// filters' verdicts.
 var traceFields = map[string]bool{
 	"received":               true,
 	"return-path":            true,
 	"authentication-results": true,
 	"received-spf":           true,
+	"x-spam-status":          true,
+	"x-spam-score":           true,
+	"x-virus-status":         true,
 }
 
 // checkDelivered reports why got is not want with only trace header fields

@@ -35,7 +35,7 @@ func cmdCompress(s *session, cmd *command) (string, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("compress: %w", err)
 	}
-	s.deflate = fw
+	s.deflate = &deflateWriter{w: fw}
 	// The decompressor reads through the old buffered reader, so data the
 	// client sent right after the OK and already buffered is kept. It is
 	// internal/inflate rather than compress/flate because clients such as
@@ -46,6 +46,27 @@ func cmdCompress(s *session, cmd *command) (string, string, error) {
 	// the command would never be seen. inflate returns each block's data
 	// as soon as the block ends.
 	s.r.SetReader(bufio.NewReaderSize(inflate.NewReader(s.r.BufReader()), 16*1024))
-	s.w.SetWriter(bufio.NewWriterSize(fw, 16*1024))
+	s.w.SetWriter(bufio.NewWriterSize(s.deflate, 16*1024))
 	return "", "", errAlreadyAnswered
+}
+
+// deflateWriter sync-flushes only when something was written since the
+// last flush: an empty flush block inflates to nothing, and some clients
+// (mbsync) take a read that yields no bytes for a closed connection.
+type deflateWriter struct {
+	w     *flate.Writer
+	dirty bool
+}
+
+func (d *deflateWriter) Write(p []byte) (int, error) {
+	d.dirty = d.dirty || len(p) > 0
+	return d.w.Write(p)
+}
+
+func (d *deflateWriter) Flush() error {
+	if !d.dirty {
+		return nil
+	}
+	d.dirty = false
+	return d.w.Flush()
 }

@@ -162,3 +162,21 @@ func TestCompressPartialFlushClient(t *testing.T) {
 		t.Fatalf("FETCH: %q", res)
 	}
 }
+
+// TestCompressNoEmptyFlush checks that the server sends no compressed bytes
+// until it has a response: an empty flush block right after COMPRESS
+// inflates to nothing, and mbsync reads that as an empty response and
+// drops the connection.
+func TestCompressNoEmptyFlush(t *testing.T) {
+	e := newTestEnv(t, Config{})
+	r := e.raw()
+	r.login()
+	if res := r.cmd("z", "COMPRESS DEFLATE"); !strings.HasPrefix(last(res), "z OK") {
+		t.Fatalf("COMPRESS: %q", res)
+	}
+	_ = r.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if b, err := r.br.ReadByte(); err == nil {
+		t.Fatalf("server sent compressed byte %#x before any command", b)
+	}
+	_ = r.c.SetReadDeadline(time.Time{})
+}

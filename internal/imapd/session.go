@@ -2,7 +2,6 @@ package imapd
 
 import (
 	"bufio"
-	"compress/flate"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"pimail/internal/imapwire"
@@ -49,8 +49,8 @@ type session struct {
 	// command (RFC 7162 §3.1); qresync by ENABLE QRESYNC (§3.2.3).
 	condstore bool
 	qresync   bool
-	expunged  bool          // expunges were reported and HIGHESTMODSEQ not yet sent
-	deflate   *flate.Writer // COMPRESS=DEFLATE is active (RFC 4978)
+	expunged  bool           // expunges were reported and HIGHESTMODSEQ not yet sent
+	deflate   *deflateWriter // COMPRESS=DEFLATE is active (RFC 4978)
 	sel       *mailboxView
 	bad       int // consecutive BAD responses
 	preAuth   int // commands before authentication
@@ -263,6 +263,12 @@ func (s *session) dispatch(c *imapwire.Command) result {
 		var re *respError
 		if errors.As(err, &re) {
 			res = re.result
+		} else if errors.Is(err, syscall.ENOSPC) {
+			// The disk (or the database) is full. RFC 5530 §3: OVERQUOTA
+			// tells the client that storing more will not work until
+			// space is freed; nothing was stored.
+			s.log.Warn("imap command failed: no space left", "cmd", cmd.name, "err", err)
+			res = result{status: "NO", code: "OVERQUOTA", text: "insufficient storage on the server, try again later"}
 		} else {
 			s.log.Error("imap command failed", "cmd", cmd.name, "err", err)
 			res = result{status: "NO", code: "SERVERBUG", text: "internal error"}
