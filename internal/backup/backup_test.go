@@ -1,0 +1,164 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pimail/internal/store"
+	"pimail/internal/store/sqlite"
+)
+
+func openStore(t *testing.T, dir string) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), CollectInterval: -1})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// populate makes a data directory with an account, n messages and files in
+// the auxiliary directories (and a temporary file that must be skipped).
+func populate(t *testing.T, n int) (*sqlite.Store, store.Account) {
+	t.Helper()
+	ctx := context.Background()
+	st := openStore(t, filepath.Join(t.TempDir(), "data"))
+	if _, err := st.AddDomain(ctx, "example.org"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.AddAccount(ctx, "u@example.org", "hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		raw := fmt.Sprintf("From: a@example.net\r\nSubject: m%d\r\n\r\nbody %d\r\n", i, i)
+		if _, err := st.Deliver(ctx, store.Delivery{Raw: []byte(raw), Recipients: []store.Recipient{{AccountID: a.ID}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		"spam/base.model":        "model",
+		"spam/.model-123.tmp":    "half written",
+		"tls/cert.pem":           "cert",
+		"webmail/prefs/1.json":   "{}",
+		"import/imap-ab.journal": "journal",
+	}
+	for name, body := range files {
+		p := filepath.Join(st.Dir(), name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, a
+}
+
+func verify(t *testing.T, dir string) sqlite.VerifyReport {
+	t.Helper()
+	rep, err := sqlite.VerifyDir(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("verify %s: %v", dir, err)
+	}
+	if rep.Damaged() || len(rep.Orphans) > 0 {
+		t.Fatalf("verify %s: problems %v, orphans %v", dir, rep.Problems, rep.Orphans)
+	}
+	return rep
+}
+
+func TestBackupAndRestore(t *testing.T) {
+	ctx := context.Background()
+	st, a := populate(t, 25)
+	out := filepath.Join(t.TempDir(), "backup")
+	m, err := Run(ctx, st, out, Options{})
+	if err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	if m.Blobs != 25 || m.AuxFiles != 4 || !m.Linked {
+		t.Errorf("manifest %+v: want 25 linked blobs and 4 auxiliary files", m)
+	}
+	if _, err := os.Stat(filepath.Join(out, "spam", ".model-123.tmp")); err == nil {
+		t.Errorf("a temporary file was backed up")
+	}
+	if got, err := ReadManifest(out); err != nil || got.Blobs != 25 {
+		t.Fatalf("ReadManifest: %+v, %v", got, err)
+	}
+	verify(t, out)
+
+	data := filepath.Join(t.TempDir(), "restored")
+	rs, err := Restore(ctx, out, data)
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if rs.Blobs != 25 || rs.AuxFiles != 4 {
+		t.Errorf("restore stats %+v", rs)
+	}
+	if b, err := os.ReadFile(filepath.Join(data, "webmail", "prefs", "1.json")); err != nil || string(b) != "{}" {
+		t.Errorf("webmail prefs after restore: %q, %v", b, err)
+	}
+	rep := verify(t, data)
+	if rep.MailRows != 25 {
+		t.Errorf("restored %d mail rows, want 25", rep.MailRows)
+	}
+	rst := openStore(t, data)
+	inbox, err := rst.Mailbox(ctx, a.ID, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := rst.UIDs(ctx, inbox.ID)
+	if err != nil || len(ms) != 25 {
+		t.Fatalf("restored INBOX: %d messages, %v", len(ms), err)
+	}
+	for _, msg := range ms {
+		if _, err := rst.ReadBlob(ctx, msg.BlobID); err != nil {
+			t.Fatalf("restored message UID %d: %v", msg.UID, err)
+		}
+	}
+}
+
+func TestRestoreRefuses(t *testing.T) {
+	ctx := context.Background()
+	st, _ := populate(t, 3)
+	out := filepath.Join(t.TempDir(), "backup")
+	if _, err := Run(ctx, st, out, Options{Copy: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Into a non-empty directory.
+	busy := t.TempDir()
+	if err := os.WriteFile(filepath.Join(busy, "pimail.db"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Restore(ctx, out, busy); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("restore into a non-empty directory: %v", err)
+	}
+	// From a directory that is not a complete backup.
+	if _, err := Restore(ctx, st.Dir(), filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "not a complete pimail backup") {
+		t.Errorf("restore from a data directory: %v", err)
+	}
+	// From a backup with a damaged message file: fails, leaves nothing.
+	var victim string
+	_ = filepath.WalkDir(filepath.Join(out, "blobs"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && victim == "" {
+			victim = p
+		}
+		return nil
+	})
+	if err := os.WriteFile(victim, []byte("bit rot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "t")
+	if _, err := Restore(ctx, out, target); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("restore of a damaged backup: %v, want an error naming the damage", err)
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("a failed restore left %d entries in the target", len(ents))
+	}
+}
