@@ -15,10 +15,48 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/crypto/acme"
+	"golang.org/x/crypto/acme/autocert"
 )
+
+// ACME describes certificates obtained from an ACME CA (RFC 8555).
+type ACME struct {
+	Email     string
+	Directory string   // "" means Let's Encrypt's production directory
+	Hosts     []string // the names certificates may be requested for
+	CacheDir  string   // where account key and certificates are kept
+}
+
+// LoadACME returns a TLS configuration whose certificates come from an
+// ACME CA through golang.org/x/crypto/acme/autocert, and the HTTP handler
+// that answers HTTP-01 challenges (RFC 8555 §8.3) on the plain HTTP
+// listener, passing other requests to fallback. TLS-ALPN-01 (RFC 8737) is
+// answered by the TLS configuration itself on the HTTPS listener.
+func LoadACME(a ACME, fallback http.Handler) (*tls.Config, http.Handler, error) {
+	if len(a.Hosts) == 0 {
+		return nil, nil, errors.New("tls: acme needs at least one host name")
+	}
+	if err := os.MkdirAll(a.CacheDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("tls: acme cache: %w", err)
+	}
+	m := &autocert.Manager{
+		Prompt:     autocert.AcceptTOS,
+		Cache:      autocert.DirCache(a.CacheDir),
+		HostPolicy: autocert.HostWhitelist(a.Hosts...),
+		Email:      a.Email,
+	}
+	if a.Directory != "" {
+		m.Client = &acme.Client{DirectoryURL: a.Directory}
+	}
+	conf := m.TLSConfig()
+	conf.MinVersion = tls.VersionTLS12
+	return conf, m.HTTPHandler(fallback), nil
+}
 
 // Load returns a server TLS configuration. With certFile and keyFile it loads
 // them; otherwise, when selfSigned is set, it uses DIR/tls/self-signed.{crt,key},

@@ -61,6 +61,13 @@ type TLS struct {
 	// for Hostname in DATA/tls/ when no files are given. Clients will warn;
 	// it is meant for local use and first tests.
 	SelfSigned bool `toml:"self_signed"`
+	// ACME gets and renews certificates from an ACME CA (RFC 8555) for
+	// ACMEHosts, answering TLS-ALPN-01 on the HTTPS listener and HTTP-01
+	// on the HTTP listener; they are kept in DATA/tls/acme.
+	ACME          bool     `toml:"acme"`
+	ACMEEmail     string   `toml:"acme_email"`     // the CA's contact for expiry notices
+	ACMEDirectory string   `toml:"acme_directory"` // default Let's Encrypt's production directory
+	ACMEHosts     []string `toml:"acme_hosts"`     // default: hostname only
 }
 
 // SMTP limits (RFC 5321 §4.5.3 for sizes, §4.5.3.2 for timeouts).
@@ -298,6 +305,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: pop3.idle_timeout must be at least 10m (RFC 1939 §3)")
 	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
 		return fmt.Errorf("config: tls.cert_file and tls.key_file go together")
+	case c.TLS.ACME && c.TLS.CertFile != "":
+		return fmt.Errorf("config: tls.acme and tls.cert_file exclude each other")
 	}
 	if c.AV.Clamd != "" && !strings.HasPrefix(c.AV.Clamd, "unix:") && !strings.HasPrefix(c.AV.Clamd, "tcp:") {
 		return fmt.Errorf("config: av.clamd %q: want unix:PATH or tcp:HOST:PORT", c.AV.Clamd)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,7 +59,7 @@ func (p *parts) close() {
 
 // build constructs every component from the configuration: the directory
 // view (started), the delivery pipeline with its filters, and the servers.
-func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.Config, logger *slog.Logger) (*parts, error) {
+func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.Config, acmeHTTP http.Handler, logger *slog.Logger) (*parts, error) {
 	dir := directory.New(st, logger)
 	if err := dir.Start(ctx); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
@@ -161,6 +162,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			mux.Handle(path, auto)
 		}
 		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
+		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(filepath.Join(cfg.Data, "mta-sts")))
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,
 			SecureCookies: secure,
@@ -170,6 +172,9 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		return newWebServer(mux, logger)
 	}
 	p.http, p.https = web(false), web(true)
+	if acmeHTTP != nil {
+		p.http = newWebServer(acmeHTTP, logger)
+	}
 	return p, nil
 }
 
@@ -181,6 +186,30 @@ func port(addr string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// mtaSTSPolicy serves the MTA-STS policy (RFC 8461 §3.2) of the domain
+// named by the request's host, mta-sts.DOMAIN, from DIR/DOMAIN.txt as
+// `pimail quickstart` writes it.
+func mtaSTSPolicy(dir string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		domain, ok := strings.CutPrefix(host, "mta-sts.")
+		if !ok || domain == "" || strings.ContainsAny(domain, "/\\") || strings.HasPrefix(domain, ".") {
+			http.NotFound(w, r)
+			return
+		}
+		policy, err := os.ReadFile(filepath.Join(dir, domain+".txt"))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(policy)
+	})
 }
 
 // loopbackOnly serves h to loopback clients only: the metrics reveal

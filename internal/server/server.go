@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 
 	"pimail/internal/certs"
 	"pimail/internal/config"
@@ -40,13 +41,27 @@ type listener struct {
 // Run serves until ctx is cancelled, then shuts everything down. It reports
 // the first listener that fails to bind, before announcing readiness.
 func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, ready func(addrs map[string]string)) error {
-	tlsConf, err := certs.Load(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.SelfSigned, cfg.Hostname, cfg.Data)
+	var tlsConf *tls.Config
+	var acmeHTTP http.Handler // answers HTTP-01 challenges, redirects the rest to HTTPS
+	var err error
+	if cfg.TLS.ACME {
+		hosts := cfg.TLS.ACMEHosts
+		if len(hosts) == 0 {
+			hosts = []string{cfg.Hostname}
+		}
+		tlsConf, acmeHTTP, err = certs.LoadACME(certs.ACME{
+			Email: cfg.TLS.ACMEEmail, Directory: cfg.TLS.ACMEDirectory, Hosts: hosts,
+			CacheDir: filepath.Join(cfg.Data, "tls", "acme"),
+		}, nil)
+	} else {
+		tlsConf, err = certs.Load(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.SelfSigned, cfg.Hostname, cfg.Data)
+	}
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	parts, err := build(ctx, cfg, st, tlsConf, logger)
+	parts, err := build(ctx, cfg, st, tlsConf, acmeHTTP, logger)
 	if err != nil {
 		return err
 	}
