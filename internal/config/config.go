@@ -35,6 +35,7 @@ type Config struct {
 	Spam       Spam       `toml:"spam"`
 	Submission Submission `toml:"submission"`
 	Queue      Queue      `toml:"queue"`
+	Auth       Auth       `toml:"auth"`
 	AV         AV         `toml:"av"`
 	Log        Log        `toml:"log"`
 }
@@ -119,6 +120,16 @@ type AV struct {
 	Clamd            string   `toml:"clamd"`             // "unix:/run/clamav/clamd.ctl" or "tcp:host:3310"; "" off
 	ClamdTimeout     Duration `toml:"clamd_timeout"`
 	ClamdDown        string   `toml:"clamd_down"` // when clamd fails: "defer" (451) or "accept" (tagged)
+}
+
+// Auth configures the authentication checks of inbound mail: SPF (RFC
+// 7208), DKIM (RFC 6376) and DMARC (RFC 7489), reported in an
+// Authentication-Results field (RFC 8601).
+type Auth struct {
+	Enabled       bool     `toml:"enabled"`
+	TrustLoopback bool     `toml:"trust_loopback"`  // skip the checks for mail from 127.0.0.0/8 and ::1
+	DMARCNoReject bool     `toml:"dmarc_no_reject"` // p=reject failures go to Junk instead of 550 5.7.1
+	Timeout       Duration `toml:"timeout"`         // for all checks of one message; DNS trouble gives temperror
 }
 
 // Submission configures message submission (RFC 6409) on the submission
@@ -242,6 +253,7 @@ func Default() Config {
 		DNS:   DNS{Timeout: Duration{2 * time.Second}},
 		DNSBL: DNSBL{Threshold: 1},
 		Spam:  Spam{Enabled: true, JunkThreshold: 4, RejectThreshold: 12},
+		Auth:  Auth{Enabled: true, TrustLoopback: true, Timeout: Duration{5 * time.Second}},
 		Queue: Queue{
 			RetryInitial: Duration{5 * time.Minute},
 			RetryMax:     Duration{2 * time.Hour},

@@ -6,14 +6,19 @@
 //  1. resolve the envelope recipients again, against the current directory;
 //  2. prepend the Return-Path trace field (RFC 5321 §4.4);
 //  3. parse the message once;
-//  4. content filters, when turned on with WithFilters: the attachment
-//     policy and clamd (internal/av), then spam scoring (internal/spam);
-//     a refusal returns a *RejectError, junk verdicts pick the Junk
-//     mailbox, and the verdict fields are added to the header;
-//  5. store it once for all recipients (one blob, one row per mailbox).
+//  4. sender authentication, when turned on with WithAuth, for mail from
+//     outside: SPF, DKIM and DMARC (internal/msgauth); the
+//     Authentication-Results field is added, and the From domain's DMARC
+//     policy can refuse the message (*RejectError) or pick Junk;
+//  5. content filters, when turned on with WithFilters: the attachment
+//     policy and clamd (internal/av), then spam scoring (internal/spam),
+//     which weighs the authentication results; a refusal returns a
+//     *RejectError, junk verdicts pick the Junk mailbox, and the verdict
+//     fields are added to the header;
+//  6. store it once for all recipients (one blob, one row per mailbox).
 //
-// Later steps (SPF/DKIM/DMARC, DNSBL, user rules) slot in before 5 without
-// changing the callers.
+// Later steps (DNSBL, user rules) slot in before 6 without changing the
+// callers.
 package delivery
 
 import (
@@ -25,6 +30,7 @@ import (
 
 	"pimail/internal/directory"
 	"pimail/internal/message"
+	"pimail/internal/msgauth"
 	"pimail/internal/store"
 )
 
@@ -58,6 +64,10 @@ type Envelope struct {
 	Helo string
 	// TLS says the message came over an encrypted connection.
 	TLS bool
+	// Authenticated marks mail from inside: submitted by a logged-in
+	// user (submission, webmail) or made by this server (DSNs). Sender
+	// authentication (WithAuth) is skipped for it.
+	Authenticated bool
 }
 
 // Pipeline delivers received messages into the store.
@@ -68,6 +78,8 @@ type Pipeline struct {
 	now    func() time.Time
 	// filters are the content checks (virus, spam); see WithFilters.
 	filters Filters
+	// auth is sender authentication (SPF, DKIM, DMARC); see WithAuth.
+	auth Auth
 }
 
 // New returns a pipeline that resolves recipients with dir and stores into st.
@@ -109,30 +121,41 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		return nil, ErrNoRecipients
 	}
 
-	// Step 2: trace fields. With filters on, verdict fields that came
-	// from outside are dropped first.
+	// Step 2: trace fields. With filters or authentication on, verdict
+	// fields that came from outside are dropped first. DKIM verifies the
+	// message as received: a sender may have signed such fields.
+	received := raw
 	if p.filters.enabled() {
 		raw = stripFilterFields(raw)
 	}
+	raw = p.auth.stripForeignAuthResults(raw)
 	full := prependReturnPath(env.MailFrom, raw)
 
 	// Step 3: parse once; the store keeps the result beside the message.
 	parsed := parse(log, full)
 
-	// Step 4: content filters: attachment policy and clamd, then spam
-	// scoring. A refusal happens here, before anything is stored, so the
-	// SMTP client gets it as the reply to DATA (never accept, then bounce).
+	// Steps 4 and 5: sender authentication, then content filters. A
+	// refusal happens here, before anything is stored, so the SMTP client
+	// gets it as the reply to DATA (never accept, then bounce).
 	var outcome *filterOutcome
-	if p.filters.enabled() {
-		var err error
-		outcome, err = p.runFilters(ctx, log, env, tgt.accounts, full, parsed)
-		if err != nil {
-			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+	if p.auth.enabled() || p.filters.enabled() {
+		outcome = &filterOutcome{}
+		var authRes *msgauth.Result
+		if p.auth.applies(env) {
+			var err error
+			if authRes, err = p.authenticate(ctx, log, env, received, outcome); err != nil {
+				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+			}
+		}
+		if p.filters.enabled() {
+			if err := p.runFilters(ctx, log, env, tgt.accounts, full, parsed, authRes, outcome); err != nil {
+				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+			}
 		}
 		full = insertHeaders(full, parsed, outcome.headers)
 	}
 
-	// Step 5: one blob, one row per recipient, one group commit.
+	// Step 6: one blob, one row per recipient, one group commit.
 	rcpts := outcome.recipients(tgt.accounts)
 	delivered, err := p.st.Deliver(ctx, store.Delivery{
 		Raw:          full,
@@ -152,7 +175,11 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		"ms", p.now().Sub(start).Milliseconds()}
 	if outcome != nil {
 		args = append(args, outcome.logArgs...)
-		args = append(args, "junk", len(outcome.junk))
+		junk := len(outcome.junk)
+		if outcome.junkAll {
+			junk = len(rcpts)
+		}
+		args = append(args, "junk", junk)
 	}
 	log.Info("delivered", args...)
 	return delivered, nil

@@ -8,6 +8,7 @@ import (
 
 	"pimail/internal/av"
 	"pimail/internal/message"
+	"pimail/internal/msgauth"
 	"pimail/internal/spam"
 	"pimail/internal/store"
 )
@@ -47,18 +48,21 @@ func (e *RejectError) Error() string {
 // Temporary reports a 4xx refusal: the sender should retry.
 func (e *RejectError) Temporary() bool { return e.Code/100 == 4 }
 
-// filterOutcome is what the filters decided for a deliverable message.
+// filterOutcome is what the authentication step and the filters decided
+// for a deliverable message.
 type filterOutcome struct {
 	headers string // fields to add on top (after Return-Path)
 	junk    map[int64]bool
+	junkAll bool // DMARC quarantine: Junk for every recipient
 	logArgs []any
 }
 
-// runFilters runs the virus step, then spam scoring. The order is the
-// cost order and the certainty order: a refused attachment needs no score.
-// It returns a *RejectError when the message must be refused.
-func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelope, accounts []int64, full []byte, parsed *message.Parsed) (*filterOutcome, error) {
-	out := &filterOutcome{}
+// runFilters runs the virus step, then spam scoring, recording into out.
+// The order is the cost order and the certainty order: a refused
+// attachment needs no score. auth, when not nil, feeds the sender
+// authentication results to the spam rules. It returns a *RejectError
+// when the message must be refused.
+func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelope, accounts []int64, full []byte, parsed *message.Parsed, auth *msgauth.Result, out *filterOutcome) error {
 	if p.filters.AV != nil {
 		r := p.filters.AV.Scan(ctx, full, parsed)
 		out.logArgs = append(out.logArgs, "av", r.Action.String())
@@ -69,9 +73,9 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 				msg = "Message refused: malware found"
 			}
 			// RFC 3463 X.7.1: delivery not authorized, message refused.
-			return nil, &RejectError{Code: 554, Enhanced: [3]int{5, 7, 1}, Message: msg, Reason: r.Reason + " " + r.Detail}
+			return &RejectError{Code: 554, Enhanced: [3]int{5, 7, 1}, Message: msg, Reason: r.Reason + " " + r.Detail}
 		case av.Defer:
-			return nil, &RejectError{Code: 451, Enhanced: [3]int{4, 7, 1}, Message: "Message cannot be checked now, try again later", Reason: r.Reason}
+			return &RejectError{Code: 451, Enhanced: [3]int{4, 7, 1}, Message: "Message cannot be checked now, try again later", Reason: r.Reason}
 		case av.Tag:
 			out.headers += "X-Virus-Status: Unscanned (" + r.Reason + ")\r\n"
 		case av.Clean:
@@ -81,7 +85,7 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 		}
 	}
 	if p.filters.Spam != nil {
-		res, err := p.filters.Spam.Check(ctx, spam.Input{
+		in := spam.Input{
 			Raw:      full,
 			Parsed:   parsed,
 			Accounts: accounts,
@@ -89,17 +93,24 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 			RemoteIP: env.RemoteIP,
 			Helo:     env.Helo,
 			Now:      p.now(),
-		})
+		}
+		if auth != nil {
+			v, _ := auth.DMARCVerdict()
+			in.SPF, in.DKIM, in.DMARC, in.DMARCPolicy = auth.SPF.Result, auth.DKIMSummary(), v.Result, v.Policy
+		}
+		res, err := p.filters.Spam.Check(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("spam check: %w", err)
+			return fmt.Errorf("spam check: %w", err)
 		}
 		v := res.Message
 		out.logArgs = append(out.logArgs, "spam_score", v.Score, "spam_action", v.Action.String(), "spam_reasons", hitNames(v.Hits), "spam_ms", res.Elapsed.Milliseconds())
 		if res.Rejected {
 			log.Info("message refused as spam", "from", env.MailFrom, "ip", env.RemoteIP, "score", v.Score, "reasons", hitNames(v.Hits))
-			return nil, &RejectError{Code: 550, Enhanced: [3]int{5, 7, 1}, Message: "Message refused as spam", Reason: fmt.Sprintf("spam score %.2f", v.Score)}
+			return &RejectError{Code: 550, Enhanced: [3]int{5, 7, 1}, Message: "Message refused as spam", Reason: fmt.Sprintf("spam score %.2f", v.Score)}
 		}
-		out.junk = map[int64]bool{}
+		if out.junk == nil {
+			out.junk = map[int64]bool{}
+		}
 		for id, av := range res.Accounts {
 			if av.Action != spam.Accept { // Reject for some recipients only: file it
 				out.junk[id] = true
@@ -107,7 +118,7 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 		}
 		out.headers += spam.FormatHeaders(v, p.filters.Spam.Config().JunkThreshold)
 	}
-	return out, nil
+	return nil
 }
 
 func hitNames(h []spam.Hit) string {
@@ -127,7 +138,7 @@ func (o *filterOutcome) recipients(accounts []int64) []store.Recipient {
 	rcpts := make([]store.Recipient, len(accounts))
 	for i, id := range accounts {
 		rcpts[i] = store.Recipient{AccountID: id}
-		if o != nil && o.junk[id] {
+		if o != nil && (o.junkAll || o.junk[id]) {
 			rcpts[i].Mailbox = "Junk"
 			rcpts[i].Keywords = []string{"$Junk"}
 		}

@@ -34,7 +34,7 @@ func (q *Queue) notify(ctx context.Context, log *slog.Logger, e store.QueueEntry
 	}
 	dsn := q.buildDSN(e, raw, idx, statuses, action)
 	if q.dir.IsLocalDomain(domainOf(e.MailFrom)) {
-		env := delivery.Envelope{MailFrom: "", Recipients: []string{e.MailFrom}, RemoteIP: "127.0.0.1", Helo: q.cfg.Hostname}
+		env := delivery.Envelope{MailFrom: "", Recipients: []string{e.MailFrom}, RemoteIP: "127.0.0.1", Helo: q.cfg.Hostname, Authenticated: true} // our own notice
 		if _, err := q.local.Deliver(ctx, env, dsn); err != nil {
 			log.Error("delivering notification to the sender", "sender", e.MailFrom, "action", action, "err", err)
 			return

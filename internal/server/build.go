@@ -24,6 +24,7 @@ import (
 	"pimail/internal/dnsresolver"
 	"pimail/internal/imapd"
 	"pimail/internal/metrics"
+	"pimail/internal/msgauth"
 	"pimail/internal/pop3d"
 	"pimail/internal/queue"
 	"pimail/internal/smtpd"
@@ -72,6 +73,13 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
 	if err != nil {
 		return nil, fmt.Errorf("dns: %w", err)
+	}
+	if cfg.Auth.Enabled {
+		ac, err := msgauth.New(msgauth.Config{Resolver: res, AuthservID: cfg.Hostname, Timeout: cfg.Auth.Timeout.Duration})
+		if err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		pipe.WithAuth(delivery.Auth{Checker: ac, TrustLoopback: cfg.Auth.TrustLoopback, NoReject: cfg.Auth.DMARCNoReject})
 	}
 	checker, err := newDNSBL(cfg, res, logger)
 	if err != nil {

@@ -197,7 +197,7 @@ func (s *session) Data(r io.Reader) error {
 		s.log.Info("message queued", "id", id, "queue_id", qid, "rcpts", len(s.remote))
 	}
 	if len(s.local) > 0 {
-		env := delivery.Envelope{ID: id, MailFrom: s.from, Recipients: s.local, RemoteIP: s.remoteIP, Helo: s.conn.Hostname(), TLS: isTLS}
+		env := delivery.Envelope{ID: id, MailFrom: s.from, Recipients: s.local, RemoteIP: s.remoteIP, Helo: s.conn.Hostname(), TLS: isTLS, Authenticated: true}
 		if _, err := s.srv.deps.Local.Deliver(ctx, env, raw); err != nil {
 			s.log.Error("local delivery failed", "id", id, "err", err)
 			if errors.Is(err, delivery.ErrNoRecipients) && len(s.remote) == 0 {

@@ -1,0 +1,190 @@
+// Package msgauth authenticates inbound mail: SPF (RFC 7208) for the
+// envelope sender and client address, DKIM signatures (RFC 6376), and the
+// From domain's DMARC policy (RFC 7489) over both, with the verdicts
+// written as an Authentication-Results header field (RFC 8601).
+//
+// Every DNS question goes through pimail's resolver (internal/dnsresolver)
+// and the whole check runs under one deadline, so a slow or broken DNS
+// turns into "temperror" results after a bounded time, never into a
+// stalled delivery.
+package msgauth
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
+
+	"pimail/internal/dnsresolver"
+)
+
+// DefaultTimeout bounds the whole check of one message.
+const DefaultTimeout = 5 * time.Second
+
+// Config configures a Checker.
+type Config struct {
+	// Resolver asks the DNS. Required.
+	Resolver dnsresolver.Resolver
+	// AuthservID names this server in Authentication-Results (RFC 8601
+	// §2.5): its host name.
+	AuthservID string
+	// Timeout bounds the check of one message; default 5 s.
+	Timeout time.Duration
+	// MaxSignatures bounds the DKIM signatures verified per message;
+	// default 5.
+	MaxSignatures int
+	// Sample returns a number in [0, 100) for DMARC's pct tag; default a
+	// random one. Tests fix it.
+	Sample func() int
+	// CacheSize is how many DNS answers are kept for their TTL (see
+	// Cache); 0 means DefaultCacheSize, a negative value no cache.
+	CacheSize int
+}
+
+// Checker authenticates messages. It is safe for concurrent use.
+type Checker struct {
+	cfg Config
+}
+
+// New returns a Checker.
+func New(cfg Config) (*Checker, error) {
+	if cfg.Resolver == nil {
+		return nil, fmt.Errorf("msgauth: no resolver")
+	}
+	if cfg.AuthservID == "" {
+		return nil, fmt.Errorf("msgauth: no authserv-id (host name)")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxSignatures <= 0 {
+		cfg.MaxSignatures = DefaultMaxSignatures
+	}
+	if cfg.CacheSize >= 0 {
+		cfg.Resolver = NewCache(cfg.Resolver, cfg.CacheSize)
+	}
+	if cfg.Sample == nil {
+		cfg.Sample = func() int { return rand.IntN(100) }
+	}
+	return &Checker{cfg: cfg}, nil
+}
+
+// AuthservID is the identifier this checker writes and strips.
+func (c *Checker) AuthservID() string { return c.cfg.AuthservID }
+
+// Input is one received message with its SMTP envelope.
+type Input struct {
+	Raw      []byte // the message as received
+	RemoteIP string // the SMTP client's address
+	Helo     string // the EHLO/HELO name
+	MailFrom string // the reverse-path, "" for the null one
+}
+
+// Result is the authentication of one message.
+type Result struct {
+	SPF  SPFResult
+	DKIM []DKIMResult
+	// DMARC has one evaluation per distinct From domain, normally one.
+	DMARC []DMARCResult
+	// Header is the Authentication-Results field to prepend, with CRLF.
+	Header string
+	// MailFrom and Helo are the identities checked, as given.
+	MailFrom, Helo string
+	Elapsed        time.Duration
+}
+
+// DKIMSummary is one word for all signatures: pass when one passes, else
+// fail when one fails, else the first one's result; "none" without any.
+func (r *Result) DKIMSummary() string { return aggregateDKIM(r.DKIM) }
+
+// DMARCVerdict is the evaluation that decides the message's fate: the
+// first failing one with the strongest disposition, else the first one.
+// ok is false when no From domain could be evaluated.
+func (r *Result) DMARCVerdict() (v DMARCResult, ok bool) {
+	if len(r.DMARC) == 0 {
+		return DMARCResult{Result: "none", Disposition: PolicyNone}, false
+	}
+	v = r.DMARC[0]
+	for _, d := range r.DMARC {
+		if d.Result == "fail" && (v.Result != "fail" || rank(d.Disposition) > rank(v.Disposition)) {
+			v = d
+		}
+	}
+	return v, true
+}
+
+func rank(disposition string) int {
+	switch disposition {
+	case PolicyReject:
+		return 2
+	case PolicyQuarantine:
+		return 1
+	}
+	return 0
+}
+
+// Check runs SPF, DKIM and DMARC for one message. It never fails: DNS
+// trouble becomes temperror results. SPF and DKIM run concurrently, DMARC
+// after both.
+func (c *Checker) Check(ctx context.Context, in Input) *Result {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	r := &Result{MailFrom: in.MailFrom, Helo: in.Helo}
+
+	spfDone := make(chan SPFResult, 1)
+	go func() {
+		res := SPFResult{Result: "permerror", Reason: "check failed"}
+		defer func() { spfDone <- res }()
+		defer recoverPanic("spf")
+		res = checkSPF(ctx, c.cfg.Resolver, clientIP(in.RemoteIP), in.Helo, in.MailFrom)
+	}()
+	func() {
+		defer recoverPanic("dkim")
+		r.DKIM = verifyDKIM(ctx, c.cfg.Resolver, in.Raw, c.cfg.MaxSignatures)
+	}()
+	r.SPF = <-spfDone
+
+	for _, d := range fromDomains(in.Raw) {
+		if !validDomain(d) {
+			r.DMARC = append(r.DMARC, DMARCResult{Result: "none", FromDomain: d, Disposition: PolicyNone, Reason: "invalid From domain"})
+			continue
+		}
+		r.DMARC = append(r.DMARC, evaluateDMARC(ctx, c.cfg.Resolver, d, r.SPF, r.DKIM, c.cfg.Sample))
+	}
+	r.Header = formatAuthResults(c.cfg.AuthservID, r)
+	r.Elapsed = time.Since(start)
+	return r
+}
+
+// recoverPanic keeps a panic in a check (in a library, on hostile input)
+// from taking the server down: the check then has no result (SPF
+// permerror, DKIM none), and the panic is logged.
+func recoverPanic(check string) {
+	if v := recover(); v != nil {
+		slog.Error("msgauth: check panicked; result dropped", "check", check, "panic", v)
+	}
+}
+
+// clientIP parses the envelope's client address, with or without a port
+// or IPv6 zone; nil when there is none.
+func clientIP(s string) net.IP {
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	s = strings.Trim(s, "[]")
+	if i := strings.IndexByte(s, '%'); i >= 0 {
+		s = s[:i]
+	}
+	return net.ParseIP(s)
+}
+
+// LogArgs are the results as slog attributes for the delivery log line.
+func (r *Result) LogArgs() []any {
+	v, _ := r.DMARCVerdict()
+	return []any{"spf", r.SPF.Result, "dkim", r.DKIMSummary(), "dmarc", v.Result,
+		"dmarc_policy", v.Policy, "dmarc_domain", v.FromDomain, "auth_ms", r.Elapsed.Milliseconds()}
+}
