@@ -176,6 +176,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			SecureCookies: secure,
 			DataDir:       cfg.Data,
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
+			Outbound:      p.queue, // built above, never nil here
 		}, st, authn, pipe, logger))
 		return newWebServer(mux, logger)
 	}

@@ -290,6 +290,15 @@ type Store interface {
 	// Search answers IMAP SEARCH from the index (see Searcher below).
 	Searcher
 
+	// Lister answers webmail list pages from the index (see Lister below).
+	Lister
+
+	// DeliveryLog records what happened to each message (see below).
+	DeliveryLog
+
+	// AccountAdmin holds the web admin's account flags (see below).
+	AccountAdmin
+
 	// Stats for tests, benchmarks and `pimail status`.
 	Stats(ctx context.Context) (Stats, error)
 
@@ -470,4 +479,136 @@ type SearchQuery struct {
 type SearchResult struct {
 	UIDs    []uint32
 	ModSeqs []uint64
+}
+
+// ---- List views (webmail): a page of a mailbox and the folder counters ----
+//
+// Lister answers what a message list shows straight from the index, in one
+// indexed query each: no decoding of the stored MIME structure and no read
+// of a whole mailbox to find one page.
+type Lister interface {
+	// MailboxPage returns up to limit messages of the mailbox, highest UID
+	// (newest) first, after skipping the offset newest ones. An unknown
+	// mailbox has no messages; callers check ownership first.
+	MailboxPage(ctx context.Context, mailboxID int64, offset, limit int) ([]ListItem, error)
+	// MailboxCounts returns every mailbox of the account, ordered by name,
+	// with its number of messages and of unseen messages.
+	MailboxCounts(ctx context.Context, accountID int64) ([]MailboxCount, error)
+}
+
+// ListItem is one row of a message list.
+type ListItem struct {
+	UID           uint32
+	Flags         Flags
+	Keywords      []string
+	InternalDate  time.Time
+	Size          int64
+	Subject       string    // decoded
+	From, To      string    // decoded, "Name <a@b>, c@d" as in message.Parsed
+	Date          time.Time // the Date: field, zero when absent or unparseable
+	HasAttachment bool      // some part is an attachment (message.Part.IsAttachment)
+}
+
+// MailboxCount is a mailbox with its counters.
+type MailboxCount struct {
+	Mailbox
+	Messages int
+	Unseen   int
+}
+
+// ---- Delivery log: what happened to each message, for the web admin ----
+//
+// Every accepted, filed-as-junk, rejected, delivered, deferred and bounced
+// message or recipient leaves one row, written in batches (internal/
+// deliverylog buffers and never blocks mail). Rows are pruned by age.
+
+// DeliveryDirection says whether mail came in or went out.
+type DeliveryDirection string
+
+const (
+	DirectionIn  DeliveryDirection = "in"  // received by smtpd or submission
+	DirectionOut DeliveryDirection = "out" // the outbound queue
+)
+
+// DeliveryResult is what happened to a message for one recipient.
+type DeliveryResult string
+
+const (
+	ResultAccepted  DeliveryResult = "accepted"  // stored in a local mailbox, or queued
+	ResultJunk      DeliveryResult = "junk"      // stored, filed into Junk
+	ResultRejected  DeliveryResult = "rejected"  // refused during the SMTP transaction
+	ResultDelivered DeliveryResult = "delivered" // accepted by the remote server
+	ResultDeferred  DeliveryResult = "deferred"  // temporary failure, will be retried
+	ResultBounced   DeliveryResult = "bounced"   // permanent failure, DSN sent
+)
+
+// DeliveryLogEntry is one row of the delivery log. Every string field may
+// come from the network: show it escaped.
+type DeliveryLogEntry struct {
+	ID        int64 // assigned by the store; ascending with insertion
+	Time      time.Time
+	MessageID string // Message-ID without <>; "" when unknown (e.g. rejected at RCPT)
+	QueueID   int64  // outbound queue entry; 0 for inbound mail
+	Direction DeliveryDirection
+	From      string // envelope sender; "" is the null sender
+	To        string // envelope recipient
+	RemoteIP  string // SMTP client (in) or remote server (out)
+	Subject   string // decoded, when known
+	Result    DeliveryResult
+	Reason    string // the SMTP reply, filter verdict or error
+}
+
+// DeliveryLogQuery selects log rows, newest first. Text matches a whole
+// message id (with or without <>), an address (sender or recipient), a
+// domain written "@example.org", a queue id (digits) or a remote IP; empty
+// Text matches all. Zero Since or Until are open ends; Before > 0 returns
+// only rows with ID < Before (the cursor of the next page).
+type DeliveryLogQuery struct {
+	Text   string
+	Result DeliveryResult // "" matches every result
+	Since  time.Time
+	Until  time.Time
+	Limit  int // 0 means 100; at most 1000
+	Before int64
+}
+
+// DeliveryLogCount is the number of log rows of one minute, direction and
+// result.
+type DeliveryLogCount struct {
+	Minute    time.Time // start of the minute
+	Direction DeliveryDirection
+	Result    DeliveryResult
+	Count     int
+}
+
+// DeliveryLog stores and searches the delivery log.
+type DeliveryLog interface {
+	// LogDelivery appends entries in one write (shared group commit);
+	// zero Time means now. The entries' ID fields are ignored.
+	LogDelivery(ctx context.Context, entries []DeliveryLogEntry) error
+	SearchDeliveryLog(ctx context.Context, q DeliveryLogQuery) ([]DeliveryLogEntry, error)
+	// DeliveryLogCounts counts rows at or after since, per minute,
+	// direction and result, oldest minute first.
+	DeliveryLogCounts(ctx context.Context, since time.Time) ([]DeliveryLogCount, error)
+	// PruneDeliveryLog deletes rows older than before and returns how many.
+	PruneDeliveryLog(ctx context.Context, before time.Time) (int64, error)
+}
+
+// AccountAdmin holds account flags that only the web admin changes.
+//
+// Who is an administrator: every account flagged admin; while no account
+// is flagged, the oldest account (lowest ID, normally the one quickstart
+// created) is. SetAdmin(…, true) on such an installation flags that oldest
+// account too, so it keeps its rights.
+type AccountAdmin interface {
+	// SetAccountDisabled disables (no login, no mail accepted) or enables
+	// an account; ErrNotFound for an unknown address.
+	SetAccountDisabled(ctx context.Context, address string, disabled bool) error
+	// SetAdmin flags or unflags an account as administrator. Unflagging
+	// the last flagged administrator fails with ErrInvalid.
+	SetAdmin(ctx context.Context, address string, admin bool) error
+	// IsAdmin reports whether the account is an administrator (see above).
+	IsAdmin(ctx context.Context, accountID int64) (bool, error)
+	// Admins lists the administrators' addresses, sorted.
+	Admins(ctx context.Context) ([]string, error)
 }

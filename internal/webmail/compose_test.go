@@ -75,7 +75,7 @@ func TestSendRemoteFailsClearly(t *testing.T) {
 	c.login("alice@example.com")
 	resp, body := c.post("/compose", url.Values{"to": {"bob@example.com, someone@elsewhere.test"}, "subject": {"x"}, "body": {"y"}, "action": {"send"}})
 	expectStatus(t, resp, http.StatusBadRequest, body)
-	if !strings.Contains(body, "Sending to other domains is not available yet: someone@elsewhere.test") {
+	if !strings.Contains(body, "Sending to other domains is not available on this server: someone@elsewhere.test") {
 		t.Fatalf("no clear error:\n%s", body)
 	}
 	if !strings.Contains(body, `value="bob@example.com, someone@elsewhere.test"`) {

@@ -55,28 +55,34 @@ func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error)
 	}
 	// Counters are cached per account and reused while no mailbox's
 	// UIDNEXT or HIGHESTMODSEQ moved (every append, flag change and
-	// expunge moves one), so a page costs one query instead of one per
-	// mailbox.
-	var key strings.Builder
+	// expunge moves one); on a change one query counts them all.
+	key := make([]byte, 0, 64*len(boxes))
 	for _, b := range boxes {
-		fmt.Fprintf(&key, "%d/%s/%d/%d;", b.ID, b.Name, b.UIDNext, b.HighestModSeq)
+		key = strconv.AppendInt(key, b.ID, 10)
+		key = append(key, '/')
+		key = append(key, b.Name...)
+		key = append(key, '/')
+		key = strconv.AppendUint(key, uint64(b.UIDNext), 10)
+		key = append(key, '/')
+		key = strconv.AppendUint(key, b.HighestModSeq, 10)
+		key = append(key, 0)
 	}
 	s.folderCache.mu.Lock()
 	c, ok := s.folderCache.m[accountID]
 	s.folderCache.mu.Unlock()
-	if ok && c.key == key.String() {
+	if ok && c.key == string(key) {
 		return slices.Clone(c.folders), nil
 	}
-	out := make([]folder, 0, len(boxes))
-	for _, b := range boxes {
-		stat, err := s.st.MailboxStatus(ctx, accountID, b.Name)
-		if err != nil {
-			return nil, fmt.Errorf("mailbox status %q: %w", b.Name, err)
-		}
-		depth := strings.Count(b.Name, store.HierarchySeparator)
-		label := b.Name[strings.LastIndex(b.Name, store.HierarchySeparator)+1:]
-		out = append(out, folder{ID: b.ID, Name: b.Name, Label: label, Depth: depth,
-			Special: b.SpecialUse, Messages: stat.Messages, Unseen: stat.Unseen})
+	counts, err := s.st.MailboxCounts(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("mailbox counts: %w", err)
+	}
+	out := make([]folder, 0, len(counts))
+	for _, c := range counts {
+		depth := strings.Count(c.Name, store.HierarchySeparator)
+		label := c.Name[strings.LastIndex(c.Name, store.HierarchySeparator)+1:]
+		out = append(out, folder{ID: c.ID, Name: c.Name, Label: label, Depth: depth,
+			Special: c.SpecialUse, Messages: c.Messages, Unseen: c.Unseen})
 	}
 	slices.SortStableFunc(out, func(a, b folder) int {
 		if oa, ob := specialOrder(a), specialOrder(b); oa != ob {
@@ -88,7 +94,7 @@ func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error)
 	if len(s.folderCache.m) > 10000 {
 		clear(s.folderCache.m)
 	}
-	s.folderCache.m[accountID] = folderEntry{key: key.String(), folders: slices.Clone(out)}
+	s.folderCache.m[accountID] = folderEntry{key: string(key), folders: slices.Clone(out)}
 	s.folderCache.mu.Unlock()
 	return out, nil
 }
@@ -321,36 +327,22 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session)
 		return
 	}
 	v.Title, v.Current = box.Label, box.ID
-	metas, err := s.st.UIDs(r.Context(), box.ID)
-	if err != nil {
-		s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
-		return
-	}
-	n := len(metas)
+	n := box.Messages
 	size := s.cfg.PageSize
 	pages := max(1, (n+size-1)/size)
 	pg, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	pg = min(max(pg, 0), pages-1)
-	// Newest first: page 0 is the tail of the ascending UID list.
-	hi := n - pg*size
-	lo := max(0, hi-size)
-	var set store.UIDSet
-	if hi > lo {
-		set = store.UIDSet{{Start: metas[lo].UID, Stop: metas[hi-1].UID}}
-	}
 	d := listData{view: v, Box: box, Page: pg, Pages: pages, Total: n,
 		ShowTo: box.Special == store.SpecialSent || box.Special == store.SpecialDrafts}
-	if set != nil {
-		page, err := s.st.Fetch(r.Context(), box.ID, set, store.FetchOptions{Parsed: true})
-		if err != nil {
-			s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
-			return
-		}
-		now := s.now()
-		d.Rows = make([]row, 0, len(page))
-		for i := len(page) - 1; i >= 0; i-- {
-			d.Rows = append(d.Rows, s.makeRow(page[i], d.ShowTo, now))
-		}
+	items, err := s.st.MailboxPage(r.Context(), box.ID, pg*size, size)
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
+		return
+	}
+	now := s.now()
+	d.Rows = make([]row, len(items))
+	for i := range items {
+		d.Rows[i] = makeListRow(box.ID, &items[i], d.ShowTo, now)
 	}
 	d.Targets = v.Folders
 	s.page(w, r, "list", d)

@@ -28,6 +28,12 @@ func (s *Server) loadMessage(ctx context.Context, sess *session, boxID, uidStr s
 	if err != nil {
 		return loaded{}, err
 	}
+	return s.loadIn(ctx, box, uidStr)
+}
+
+// loadIn reads message uidStr of a mailbox the caller has checked belongs
+// to the session's account.
+func (s *Server) loadIn(ctx context.Context, box store.Mailbox, uidStr string) (loaded, error) {
 	uid, err := strconv.ParseUint(uidStr, 10, 32)
 	if err != nil || uid == 0 {
 		return loaded{}, fmt.Errorf("uid %q: %w", uidStr, store.ErrNotFound)
@@ -48,6 +54,23 @@ func (s *Server) loadMessage(ctx context.Context, sess *session, boxID, uidStr s
 
 func (s *Server) loadOr404(w http.ResponseWriter, r *http.Request, sess *session) (loaded, bool) {
 	l, err := s.loadMessage(r.Context(), sess, r.PathValue("box"), r.PathValue("uid"))
+	return s.loadedOr404(w, r, l, err)
+}
+
+// loadInViewOr404 is loadOr404 for a page that has already listed the
+// account's mailboxes in its view.
+func (s *Server) loadInViewOr404(w http.ResponseWriter, r *http.Request, v *view) (loaded, bool) {
+	id, _ := strconv.ParseInt(r.PathValue("box"), 10, 64)
+	f, ok := v.folderByID(id)
+	if !ok {
+		s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
+		return loaded{}, false
+	}
+	l, err := s.loadIn(r.Context(), store.Mailbox{ID: f.ID, Name: f.Name, SpecialUse: f.Special}, r.PathValue("uid"))
+	return s.loadedOr404(w, r, l, err)
+}
+
+func (s *Server) loadedOr404(w http.ResponseWriter, r *http.Request, l loaded, err error) (loaded, bool) {
 	if errors.Is(err, store.ErrNotFound) {
 		s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
 		return l, false
@@ -175,7 +198,7 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	if !ok {
 		return
 	}
-	l, ok := s.loadOr404(w, r, sess)
+	l, ok := s.loadInViewOr404(w, r, &v)
 	if !ok {
 		return
 	}

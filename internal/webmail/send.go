@@ -200,9 +200,10 @@ func uploadType(declared, name string) string {
 	return "application/octet-stream"
 }
 
-// send delivers o to its local recipients through the delivery pipeline
-// and files a copy in Sent. Remote recipients fail the whole send: there
-// is no outbound queue yet.
+// send delivers o to its local recipients through the delivery pipeline,
+// queues it for recipients in other domains (Config.Outbound) and files one
+// copy in Sent. The message carries Date, Message-ID and From: the
+// account's own address (buildOutgoing), like mail from submission.
 func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *outgoing) error {
 	var rcpts []string
 	seen := map[string]bool{}
@@ -221,20 +222,36 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 	if s.pipe == nil {
 		return errUser{"Sending is not configured on this server."}
 	}
-	if err := s.checkLocal(ctx, rcpts); err != nil {
+	local, remote, err := s.splitRecipients(ctx, rcpts)
+	if err != nil {
 		return err
 	}
 	o.Received = fmt.Sprintf("from [%s] by %s (pimail webmail) with HTTP; authenticated as %s; %s",
 		remoteIP(r), s.cfg.Hostname, sess.address, o.Date.Format("Mon, 2 Jan 2006 15:04:05 -0700"))
-	env := delivery.Envelope{MailFrom: sess.address, Recipients: rcpts, RemoteIP: remoteIP(r), Helo: "webmail", TLS: r.TLS != nil}
-	if _, err := s.pipe.Deliver(ctx, env, o.bytes(false)); err != nil {
-		if errors.Is(err, delivery.ErrNoRecipients) {
-			return errUser{"None of the recipients exists here."}
+	raw := o.bytes(false)
+	if len(remote) > 0 {
+		qid, err := s.cfg.Outbound.Enqueue(ctx, sess.accountID, sess.address, remote, raw)
+		if err != nil {
+			return fmt.Errorf("queue: %w", err)
 		}
-		if errors.Is(err, delivery.ErrForwardingUnavailable) {
-			return errUser{"The recipients forward to other domains; sending to other domains is not available yet."}
+		s.log.Info("webmail queued", "user", sess.address, "queue_id", qid, "rcpts", len(remote))
+	}
+	if len(local) > 0 {
+		env := delivery.Envelope{MailFrom: sess.address, Recipients: local, RemoteIP: remoteIP(r), Helo: "webmail", TLS: r.TLS != nil, Authenticated: true}
+		if _, err := s.pipe.Deliver(ctx, env, raw); err != nil {
+			switch {
+			case errors.Is(err, delivery.ErrNoRecipients) && len(remote) == 0:
+				return errUser{"None of the recipients exists here."}
+			case errors.Is(err, delivery.ErrForwardingUnavailable) && len(remote) == 0:
+				return errUser{"The recipients forward to other domains; sending to other domains is not available yet."}
+			case errors.Is(err, delivery.ErrNoRecipients), errors.Is(err, delivery.ErrForwardingUnavailable):
+				// The remote copies are queued; the local ones vanished
+				// since the check. Keep the Sent copy of what went out.
+				s.log.Warn("webmail local delivery", "user", sess.address, "err", err)
+			default:
+				return fmt.Errorf("deliver: %w", err)
+			}
 		}
-		return fmt.Errorf("deliver: %w", err)
 	}
 	sent, err := s.specialMailbox(ctx, sess.accountID, store.SpecialSent)
 	if err != nil {
@@ -244,16 +261,18 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 	if _, err := s.st.Append(ctx, sent.ID, o.bytes(true), store.FlagSeen, nil, o.Date); err != nil {
 		return fmt.Errorf("sent copy: %w", err)
 	}
-	s.log.Info("webmail sent", "user", sess.address, "rcpts", len(rcpts), "msgid", o.MessageID)
+	s.log.Info("webmail sent", "user", sess.address, "local", len(local), "remote", len(remote), "msgid", o.MessageID)
 	return nil
 }
 
-// checkLocal fails when a recipient is in another domain (no outbound
-// queue yet) or is unknown in one of ours.
-func (s *Server) checkLocal(ctx context.Context, rcpts []string) error {
+// splitRecipients sorts recipients into those in this server's domains
+// (which must exist) and those elsewhere (which need Config.Outbound).
+// Addresses another server could read two ways (%-hack, bang paths) are
+// refused, as in submission.
+func (s *Server) splitRecipients(ctx context.Context, rcpts []string) (local, remote []string, err error) {
 	dir, err := s.st.Directory(ctx)
 	if err != nil {
-		return fmt.Errorf("directory: %w", err)
+		return nil, nil, fmt.Errorf("directory: %w", err)
 	}
 	domains := map[string]bool{}
 	for _, d := range dir.Domains {
@@ -268,28 +287,36 @@ func (s *Server) checkLocal(ctx context.Context, rcpts []string) error {
 	for _, a := range dir.Aliases {
 		known[strings.ToLower(a.Address)] = true
 	}
-	var remote, unknown []string
+	var unknown, bad []string
 	for _, rc := range rcpts {
 		addr := strings.ToLower(rc)
 		at := strings.LastIndexByte(addr, '@')
-		local, domain := addr[:at], addr[at+1:]
+		if at <= 0 || strings.Count(addr, "@") != 1 || strings.ContainsAny(addr, " \t\"\\<>()[],;:%!") {
+			bad = append(bad, rc)
+			continue
+		}
+		lp, domain := addr[:at], addr[at+1:]
 		if !domains[domain] {
 			remote = append(remote, rc)
 			continue
 		}
-		base := local
-		if i := strings.IndexByte(local, '+'); i > 0 {
-			base = local[:i]
+		base := lp
+		if i := strings.IndexByte(lp, '+'); i > 0 {
+			base = lp[:i]
 		}
 		if !known[addr] && !known[base+"@"+domain] && !known["@"+domain] {
 			unknown = append(unknown, rc)
+			continue
 		}
+		local = append(local, rc)
 	}
-	if len(remote) > 0 {
-		return errUser{"Sending to other domains is not available yet: " + strings.Join(remote, ", ")}
+	switch {
+	case len(bad) > 0:
+		return nil, nil, errUser{"These addresses cannot be used: " + strings.Join(bad, ", ")}
+	case len(unknown) > 0:
+		return nil, nil, errUser{"No such recipient here: " + strings.Join(unknown, ", ")}
+	case len(remote) > 0 && s.cfg.Outbound == nil:
+		return nil, nil, errUser{"Sending to other domains is not available on this server: " + strings.Join(remote, ", ")}
 	}
-	if len(unknown) > 0 {
-		return errUser{"No such recipient here: " + strings.Join(unknown, ", ")}
-	}
-	return nil
+	return local, remote, nil
 }

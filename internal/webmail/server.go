@@ -48,6 +48,17 @@ type Config struct {
 	DataDir string
 	// PageSize is the number of messages per list page; 0 means 50.
 	PageSize int
+	// Outbound takes messages for recipients in other domains (the
+	// outbound queue, *queue.Queue). Nil: sending to other domains is
+	// refused with a clear message.
+	Outbound Outbound
+}
+
+// Outbound is the outbound queue as the webmail uses it. Enqueue stores
+// raw for rcpts (DKIM-signing it for local From: domains) and returns once
+// it is on disk.
+type Outbound interface {
+	Enqueue(ctx context.Context, accountID int64, from string, rcpts []string, raw []byte) (int64, error)
 }
 
 func (c *Config) setDefaults() {

@@ -141,6 +141,30 @@ CREATE TABLE queue_rcpts (
 	PRIMARY KEY (queue_id, idx)
 ) WITHOUT ROWID;
 `,
+	// 3: the delivery log (deliverylog.go) and the administrator flag (admin.go).
+	`
+CREATE TABLE delivery_log (
+	id         INTEGER PRIMARY KEY,
+	time       INTEGER NOT NULL,            -- Unix milliseconds
+	message_id TEXT NOT NULL DEFAULT '',    -- without <>
+	queue_id   INTEGER NOT NULL DEFAULT 0,
+	direction  TEXT NOT NULL,               -- in, out
+	from_addr  TEXT NOT NULL DEFAULT '',    -- lower case
+	to_addr    TEXT NOT NULL DEFAULT '',    -- lower case
+	remote_ip  TEXT NOT NULL DEFAULT '',
+	subject    TEXT NOT NULL DEFAULT '',
+	result     TEXT NOT NULL,
+	reason     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX delivery_log_time ON delivery_log(time);
+CREATE INDEX delivery_log_message_id ON delivery_log(message_id);
+CREATE INDEX delivery_log_queue_id ON delivery_log(queue_id);
+CREATE INDEX delivery_log_from ON delivery_log(from_addr);
+CREATE INDEX delivery_log_to ON delivery_log(to_addr);
+CREATE INDEX delivery_log_remote_ip ON delivery_log(remote_ip);
+
+ALTER TABLE accounts ADD COLUMN is_admin INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

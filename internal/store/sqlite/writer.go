@@ -129,8 +129,10 @@ func (s *Store) runBatch(batch []*job) {
 	}
 	for _, j := range live {
 		if err != nil {
-			j.err = fmt.Errorf("sqlite store: write: %w", err)
+			j.err = fmt.Errorf("sqlite store: write: %w", markNoSpace(err))
 			j.events = nil
+		} else {
+			j.err = markNoSpace(j.err)
 		}
 		for _, ev := range j.events {
 			s.feed.publish(ev)

@@ -1,0 +1,189 @@
+package sqlite
+
+// List views for the webmail (store.Lister): one page of a mailbox by
+// position and the counters of all mailboxes of an account, each in one
+// indexed query on a statement prepared once per store.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+	"weak"
+
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+// The page query walks the primary key (mailbox_id, uid) backwards from the
+// newest message, so its cost is offset+limit rows, not the mailbox size.
+//
+// Whether a message has an attachment is in the stored MIME structure
+// (JSON). Instead of decoding it, hasAttachment looks for byte patterns.
+const pageQuery = `SELECT mail.uid, mail.flags, mail.keywords, mail.internal_date, b.size,
+	b.subject, b.from_addr, b.to_addr, b.date, b.date_offset,
+	b.parsed
+	FROM mail JOIN blobs b ON b.id = mail.blob_id
+	WHERE mail.mailbox_id = ? ORDER BY mail.uid DESC LIMIT ? OFFSET ?`
+
+// The counters of all mailboxes of an account in one pass over their rows.
+const countsQuery = `SELECT mb.id, mb.account_id, mb.name, mb.special_use, mb.subscribed,
+	mb.uidvalidity, mb.uidnext, mb.highestmodseq,
+	count(mail.uid), coalesce(sum(mail.flags & ? = 0), 0)
+	FROM mailboxes mb LEFT JOIN mail ON mail.mailbox_id = mb.id
+	WHERE mb.account_id = ? GROUP BY mb.id ORDER BY mb.name`
+
+// listStmts are the prepared statements of one store. database/sql keeps
+// them prepared on each pooled connection, so a request skips SQLite's
+// parser and planner.
+type listStmts struct {
+	once  sync.Once
+	err   error
+	page  *sql.Stmt
+	count *sql.Stmt
+}
+
+// stmtCache maps a store (weakly, so a closed and dropped store is
+// collected) to its statements.
+var stmtCache sync.Map // weak.Pointer[Store] → *listStmts
+
+func (s *Store) listStmts(ctx context.Context) (*listStmts, error) {
+	key := weak.Make(s)
+	v, ok := stmtCache.Load(key)
+	if !ok {
+		var loaded bool
+		v, loaded = stmtCache.LoadOrStore(key, &listStmts{})
+		if !loaded {
+			runtime.AddCleanup(s, func(k weak.Pointer[Store]) { stmtCache.Delete(k) }, key)
+		}
+	}
+	ls := v.(*listStmts)
+	ls.once.Do(func() {
+		if ls.page, ls.err = s.rdb.PrepareContext(ctx, pageQuery); ls.err != nil {
+			return
+		}
+		ls.count, ls.err = s.rdb.PrepareContext(ctx, countsQuery)
+	})
+	if ls.err != nil {
+		return nil, fmt.Errorf("sqlite store: prepare list queries: %w", ls.err)
+	}
+	return ls, nil
+}
+
+// MailboxPage returns up to limit messages, newest first, after offset.
+func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit int) ([]store.ListItem, error) {
+	if offset < 0 || limit < 0 {
+		return nil, fmt.Errorf("mailbox page offset %d limit %d: %w", offset, limit, store.ErrInvalid)
+	}
+	if limit == 0 {
+		return nil, nil
+	}
+	ls, err := s.listStmts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := ls.page.QueryContext(ctx, mailboxID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
+	}
+	defer rows.Close()
+	out := make([]store.ListItem, 0, min(limit, 200))
+	var (
+		kws          string
+		idate        int64
+		date         sql.NullInt64
+		offsetSecs   int64
+		parsed       sql.RawBytes
+		zones        = map[int64]*time.Location{}
+		subject, frm string
+	)
+	for rows.Next() {
+		var it store.ListItem
+		if err := rows.Scan(&it.UID, &it.Flags, &kws, &idate, &it.Size, &subject, &frm, &it.To,
+			&date, &offsetSecs, &parsed); err != nil {
+			return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
+		}
+		it.Subject, it.From = subject, frm
+		it.Keywords = splitKeywords(kws)
+		it.InternalDate = time.Unix(idate, 0)
+		if date.Valid {
+			z, ok := zones[offsetSecs]
+			if !ok {
+				z = time.FixedZone("", int(offsetSecs))
+				zones[offsetSecs] = z
+			}
+			it.Date = time.Unix(date.Int64, 0).In(z)
+		}
+		it.HasAttachment = hasAttachment(parsed)
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
+	}
+	return out, nil
+}
+
+var (
+	patDispAttachment = []byte(`"disp":"attachment"`)
+	patFilename       = []byte(`{"k":"filename"`)
+	patName           = []byte(`{"k":"name"`)
+)
+
+// hasAttachment tells from a stored MIME structure (message.Parsed as JSON)
+// whether a part is an attachment, without decoding it in the common
+// cases: a part with Content-Disposition "attachment" is one for sure, and
+// a message without any file name parameter has none (IsAttachment needs a
+// file name otherwise). Only the rare rest — a named part without that
+// disposition — is decoded. The patterns cannot match inside a JSON
+// string, where quotes are escaped.
+func hasAttachment(pj []byte) bool {
+	if bytes.Contains(pj, patDispAttachment) {
+		return true
+	}
+	if !bytes.Contains(pj, patFilename) && !bytes.Contains(pj, patName) {
+		return false
+	}
+	var p struct {
+		Body *message.Part `json:"body"`
+	}
+	if err := json.Unmarshal(pj, &p); err != nil || p.Body == nil {
+		return false
+	}
+	found := false
+	p.Body.Walk(func(q *message.Part) bool {
+		found = q.IsAttachment()
+		return !found
+	})
+	return found
+}
+
+// MailboxCounts returns the account's mailboxes with their counters.
+func (s *Store) MailboxCounts(ctx context.Context, accountID int64) ([]store.MailboxCount, error) {
+	ls, err := s.listStmts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := ls.count.QueryContext(ctx, store.FlagSeen, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: mailbox counts: %w", err)
+	}
+	defer rows.Close()
+	var out []store.MailboxCount
+	for rows.Next() {
+		var c store.MailboxCount
+		m := &c.Mailbox
+		if err := rows.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed,
+			&m.UIDValidity, &m.UIDNext, &m.HighestModSeq, &c.Messages, &c.Unseen); err != nil {
+			return nil, fmt.Errorf("sqlite store: mailbox counts: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite store: mailbox counts: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,273 @@
+package webmail
+
+// The hot parts of the two busiest pages — the rows of a message list and
+// the text of a plain message — are written here with plain string
+// appends instead of html/template, whose per-action reflection and
+// contextual escaping cost more than the rest of the request. Every string
+// that came from mail goes through escapeHTML, which escapes the five
+// characters that matter in element content and in double-quoted
+// attribute values; URLs are written only after the scheme check in
+// safeLinkURL. xss_test.go checks these paths.
+
+import (
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"pimail/internal/store"
+)
+
+// escapeHTML appends s to b with &, <, >, " and ' escaped, and NUL replaced
+// (as html/template does).
+func escapeHTML(b []byte, s string) []byte {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		var rep string
+		switch s[i] {
+		case '&':
+			rep = "&amp;"
+		case '<':
+			rep = "&lt;"
+		case '>':
+			rep = "&gt;"
+		case '"':
+			rep = "&#34;"
+		case '\'':
+			rep = "&#39;"
+		case 0:
+			rep = "\uFFFD"
+		default:
+			continue
+		}
+		b = append(b, s[last:i]...)
+		b = append(b, rep...)
+		last = i + 1
+	}
+	return append(b, s[last:]...)
+}
+
+// safeLinkURL returns u when it is an http(s) or mailto URL (what linkify
+// makes), else "".
+func safeLinkURL(u string) string {
+	l := len(u)
+	switch {
+	case l > 7 && strings.EqualFold(u[:7], "http://"),
+		l > 8 && strings.EqualFold(u[:8], "https://"),
+		l > 7 && strings.EqualFold(u[:7], "mailto:"):
+		return u
+	}
+	return ""
+}
+
+// makeListRow is makeRow for a row of the store's list view.
+func makeListRow(boxID int64, it *store.ListItem, showTo bool, now time.Time) row {
+	rw := row{
+		Box: boxID, UID: it.UID, Size: formatSize(it.Size), Subject: it.Subject,
+		Seen: it.Flags&store.FlagSeen != 0, Flagged: it.Flags&store.FlagFlagged != 0,
+		Answered: it.Flags&store.FlagAnswered != 0, Draft: it.Flags&store.FlagDraft != 0,
+		Junk: hasKeyword(it.Keywords, "$Junk"), Attachment: it.HasAttachment,
+	}
+	if showTo {
+		rw.Who, rw.WhoAddr = firstAddr(it.To)
+	} else {
+		rw.Who, rw.WhoAddr = firstAddr(it.From)
+	}
+	d := it.InternalDate
+	if !it.Date.IsZero() && it.Date.Before(now.Add(24*time.Hour)) {
+		d = it.Date
+	}
+	rw.Date = formatDate(d, now)
+	rw.FullDate = d.Local().Format(time.RFC1123Z)
+	return rw
+}
+
+// firstAddr returns a label and the address of the first entry of a decoded
+// address list as the store keeps it ("Name <a@b>, c@d, Group: e@f;").
+// A bare address has no space and contains '@'; anything else is
+// "Name <addr>", whose name may itself contain commas.
+func firstAddr(list string) (label, addr string) {
+	s := strings.TrimSpace(list)
+	// A group name ends with ':' before any address.
+	if i := strings.IndexByte(s, ':'); i > 0 && !strings.ContainsAny(s[:i], "<@\"") {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	first := s
+	if i := strings.Index(s, ", "); i >= 0 {
+		first = s[:i]
+	}
+	if first != "" && !strings.ContainsAny(first, " <") && strings.Contains(first, "@") {
+		first = strings.TrimRight(first, ";")
+		return first, first
+	}
+	// "Name <addr>": the first '>' that ends an entry.
+	end := -1
+	for i := strings.IndexByte(s, '>'); i >= 0; {
+		if i+1 == len(s) || s[i+1] == ',' || s[i+1] == ';' {
+			end = i
+			break
+		}
+		j := strings.IndexByte(s[i+1:], '>')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	if end < 0 {
+		return first, ""
+	}
+	lt := strings.LastIndexByte(s[:end], '<')
+	if lt < 0 {
+		return first, ""
+	}
+	addr = s[lt+1 : end]
+	label = strings.TrimSpace(s[:lt])
+	if label == "" {
+		label = addr
+	}
+	return label, addr
+}
+
+// RowsHTML renders the list's rows (the table body of list.html).
+func (d listData) RowsHTML() template.HTML {
+	if len(d.Rows) == 0 {
+		return `<tr><td colspan="6" class="empty">No messages.</td></tr>`
+	}
+	b := make([]byte, 0, 600*len(d.Rows))
+	for i := range d.Rows {
+		b = d.appendRow(b, &d.Rows[i])
+	}
+	return template.HTML(b)
+}
+
+func (d *listData) appendRow(b []byte, r *row) []byte {
+	var href []byte
+	if r.Draft {
+		href = append(href, "/compose?mode=draft&amp;box="...)
+		href = strconv.AppendInt(href, r.Box, 10)
+		href = append(href, "&amp;uid="...)
+	} else {
+		href = append(href, "/msg/"...)
+		href = strconv.AppendInt(href, r.Box, 10)
+		href = append(href, '/')
+	}
+	href = strconv.AppendUint(href, uint64(r.UID), 10)
+
+	b = append(b, `<tr class="msg`...)
+	if !r.Seen {
+		b = append(b, " unread"...)
+	}
+	if r.Flagged {
+		b = append(b, " flagged"...)
+	}
+	b = append(b, `" data-href="`...)
+	b = append(b, href...)
+	b = append(b, "\">\n<td class=\"sel\">"...)
+	if d.Query == "" {
+		b = append(b, `<input type="checkbox" name="uid" value="`...)
+		b = strconv.AppendUint(b, uint64(r.UID), 10)
+		b = append(b, `" aria-label="Select message">`...)
+	}
+	b = append(b, "</td>\n<td class=\"flags\">"...)
+	if r.Flagged {
+		b = append(b, `<span title="Flagged">&#9733;</span>`...)
+	}
+	if r.Answered {
+		b = append(b, `<span title="Answered">&#8617;</span>`...)
+	}
+	if r.Junk {
+		b = append(b, `<span class="junk">junk</span>`...)
+	}
+	b = append(b, "</td>\n<td class=\"who\" title=\""...)
+	b = escapeHTML(b, r.WhoAddr)
+	b = append(b, `">`...)
+	b = escapeHTML(b, r.Who)
+	b = append(b, "</td>\n<td class=\"subj\"><a href=\""...)
+	b = append(b, href...)
+	b = append(b, `">`...)
+	if r.Subject != "" {
+		b = escapeHTML(b, r.Subject)
+	} else {
+		b = append(b, "(no subject)"...)
+	}
+	b = append(b, "</a>"...)
+	if r.Attachment {
+		b = append(b, ` <span class="att" title="Has attachments">&#128206;</span>`...)
+	}
+	b = append(b, "</td>\n<td class=\"date\" title=\""...)
+	b = escapeHTML(b, r.FullDate)
+	b = append(b, `">`...)
+	b = escapeHTML(b, r.Date)
+	b = append(b, "</td>\n<td class=\"size\">"...)
+	b = escapeHTML(b, r.Size)
+	return append(b, "</td></tr>\n"...)
+}
+
+// TextHTML renders a plain text body (the content of #body-text).
+func (d readData) TextHTML() template.HTML {
+	n := 0
+	for i := range d.Text {
+		n += len(d.Text[i].Text) + len(d.Text[i].URL)
+	}
+	b := make([]byte, 0, n+n/8+64)
+	for i := range d.Text {
+		sg := &d.Text[i]
+		if u := safeLinkURL(sg.URL); u != "" {
+			b = append(b, `<a href="`...)
+			b = escapeHTML(b, u)
+			b = append(b, `" rel="noopener noreferrer" target="_blank">`...)
+			b = escapeHTML(b, sg.Text)
+			b = append(b, "</a>"...)
+			continue
+		}
+		if sg.Quote {
+			b = append(b, `<span class="q">`...)
+			b = escapeHTML(b, sg.Text)
+			b = append(b, "</span>"...)
+			continue
+		}
+		b = escapeHTML(b, sg.Text)
+	}
+	return template.HTML(b)
+}
+
+// NavHTML renders the folder list of the sidebar.
+func (v view) NavHTML() template.HTML {
+	b := make([]byte, 0, 128*len(v.Folders))
+	for i := range v.Folders {
+		f := &v.Folders[i]
+		b = append(b, `<li class="d`...)
+		b = strconv.AppendInt(b, int64(f.Depth), 10)
+		if f.ID == v.Current {
+			b = append(b, " cur"...)
+		}
+		b = append(b, `"><a href="/box/`...)
+		b = strconv.AppendInt(b, f.ID, 10)
+		b = append(b, `" data-box="`...)
+		b = strconv.AppendInt(b, f.ID, 10)
+		b = append(b, `">`...)
+		b = escapeHTML(b, f.Label)
+		if f.Unseen != 0 {
+			b = append(b, ` <b class="count">`...)
+			b = strconv.AppendInt(b, int64(f.Unseen), 10)
+			b = append(b, "</b>"...)
+		}
+		b = append(b, "</a></li>\n"...)
+	}
+	return template.HTML(b)
+}
+
+// MoveHTML renders the "move to folder" control.
+func (v view) MoveHTML() template.HTML {
+	b := make([]byte, 0, 64+64*len(v.Folders))
+	b = append(b, `<select name="target" aria-label="Move to folder">`...)
+	for i := range v.Folders {
+		b = append(b, `<option value="`...)
+		b = strconv.AppendInt(b, v.Folders[i].ID, 10)
+		b = append(b, `">`...)
+		b = escapeHTML(b, v.Folders[i].Name)
+		b = append(b, "</option>"...)
+	}
+	b = append(b, `</select><button name="op" value="move">Move</button>`...)
+	return template.HTML(b)
+}
