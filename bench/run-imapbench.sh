@@ -6,9 +6,49 @@
 #
 #   bash bench/run-imapbench.sh
 #   bash bench/run-imapbench.sh ../shared/corpus/mailbox/mailbox-21k.mbox
+#   bash bench/run-imapbench.sh --peer dovecot [MBOX...]
+#
+# --peer dovecot measures the Postfix + Dovecot peer of
+# ../shared/peers/postfix-dovecot in the same run: it runs its setup.sh when
+# it was never set up and its start.sh when it is not running (and then its
+# stop.sh at the end), loads the same mbox into a mailbox of PEER_USER
+# (default user20@bench.test, deleted afterwards) and alternates the runs
+# of every query between the two servers; the output ends with a table of
+# the medians and the ratio dovecot / pimail.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:$PATH"
+
+peer=""
+if [[ ${1:-} == --peer ]]; then
+	peer=${2:?"--peer needs a name (dovecot)"}
+	shift 2
+fi
+[[ -z $peer || $peer == dovecot ]] || { echo "unknown peer $peer (known: dovecot)"; exit 2; }
+peerdir=${PEER_DIR:-../shared/peers/postfix-dovecot}
+peer_started=""
+peer_args=()
+# ensure_peer starts the peer unless it runs (another user of the shared
+# peer may stop it between two mailboxes), and waits for its IMAP port.
+ensure_peer() {
+	[[ $peer == dovecot ]] || return 0
+	[[ -f $peerdir/run/dovecot.conf ]] || sh "$peerdir/setup.sh"
+	local pidf=$peerdir/run/dovecot-base/master.pid
+	if ! { [[ -f $pidf ]] && kill -0 "$(cat "$pidf")" 2>/dev/null; }; then
+		sh "$peerdir/start.sh"
+		peer_started=1
+	fi
+	for _ in $(seq 100); do
+		python3 -c 'import socket; socket.create_connection(("127.0.0.1", 2143), 1).close()' 2>/dev/null && break
+		sleep 0.1
+	done
+	local fts=off
+	[[ -f $peerdir/run/fts.conf ]] && fts=on
+	echo "== peer: Dovecot $(dovecot --version 2>/dev/null | cut -d' ' -f1) on 127.0.0.1:2143 (fts $fts)"
+	peer_args=(-peer-name dovecot -peer-addr 127.0.0.1:2143 -peer-user "${PEER_USER:-user20@bench.test}"
+		-peer-pass "${PEER_PASS:-benchpass}" -fresh)
+}
+[[ -z $peer ]] || peerdir=$(cd "$peerdir" && pwd)
 
 corpus=${CORPUS:-../shared/corpus/mailbox}
 mboxes=("$@")
@@ -23,6 +63,7 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	rm -rf "$tmp"
+	if [[ -n $peer_started ]]; then sh "$peerdir/stop.sh"; fi
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -45,8 +86,9 @@ for mbox in "${mboxes[@]}"; do
 		kill -0 "$pid" 2>/dev/null || { cat "$tmp/server.log"; echo "pimail exited"; exit 1; }
 		sleep 0.1
 	done
-	echo "== pimail $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m)"
+	ensure_peer
+	echo "== pimail $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m), $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	"$tmp/imapbench" -addr "$imap" -user me@localhost -pass bench-password-1 -mbox "$mbox" \
-		-keep -datadir "$data" ${SETTLE:+-settle "$SETTLE"}
+		-keep -datadir "$data" ${SETTLE:+-settle "$SETTLE"} ${RUNS:+-runs "$RUNS"} "${peer_args[@]}"
 	kill -TERM "$pid"; wait "$pid" || true; pid=""
 done

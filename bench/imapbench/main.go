@@ -8,6 +8,9 @@
 //	    -mbox ../shared/corpus/mailbox/mailbox-9k.mbox
 //
 // Each query runs once cold, then three times; the median is reported.
+// With -peer-addr a second server gets the same mbox and the same queries,
+// the runs of the two alternating, and a table with the ratios closes the
+// output (bench/run-imapbench.sh --peer dovecot does this with Dovecot).
 // The search words, the sender and the date are chosen from the mbox
 // deterministically and printed, so another server can be measured with
 // the same queries. -compare-fts instead compares FTS5 index layouts on
@@ -17,18 +20,17 @@ package main
 import (
 	"flag"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 )
 
 type options struct {
 	addr, user, pass, mailbox, mbox, dataDir string
-	tls, insecure, keep                      bool
+	name, peerName, peerAddr, peerUser       string
+	peerPass                                 string
+	tls, insecure, keep, fresh               bool
 	runs, limit                              int
 	settle, timeout                          time.Duration
 }
@@ -48,6 +50,12 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 0, "wait this long after loading, before measuring")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "timeout per command")
 	flag.StringVar(&o.dataDir, "datadir", "", "pimail data directory, to report index size vs mail size")
+	flag.StringVar(&o.name, "name", "pimail", "name of the server in the output")
+	flag.StringVar(&o.peerAddr, "peer-addr", "", "a second IMAP server (no TLS) measured in the same run, queries interleaved")
+	flag.StringVar(&o.peerUser, "peer-user", "", "login user on the second server")
+	flag.StringVar(&o.peerPass, "peer-pass", "", "password on the second server")
+	flag.StringVar(&o.peerName, "peer-name", "peer", "name of the second server in the output")
+	flag.BoolVar(&o.fresh, "fresh", false, "delete the benchmark mailbox first if it exists")
 	cmp := flag.Bool("compare-fts", false, "compare FTS5 layouts on the mbox and exit (no server)")
 	flag.Parse()
 	if o.pass == "" {
@@ -71,125 +79,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "imapbench:", err)
 		os.Exit(1)
 	}
-}
-
-func run(o options, msgs [][]byte) error {
-	ch := chooseQueries(msgs)
-	fmt.Printf("mbox %s: %d messages, %.1f MB\n", filepath.Base(o.mbox), len(msgs), mb(totalSize(msgs)))
-	fmt.Printf("rare word   %q in %d messages (%.2f %%)\n", ch.rare, ch.rareDF, pct(ch.rareDF, len(msgs)))
-	fmt.Printf("common word %q in %d messages (%.2f %%)\n", ch.common, ch.commonDF, pct(ch.commonDF, len(msgs)))
-	fmt.Printf("sender      %q on %d messages\n", ch.sender, ch.senderN)
-	fmt.Printf("date        %s: %d messages\n", ch.day.Format("2-Jan-2006"), ch.dayN)
-
-	c, err := dial(o.addr, o.tls, o.insecure, o.timeout)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	if err := c.login(o.user, o.pass); err != nil {
-		return err
-	}
-	if _, err := c.cmd("CREATE %s", quote(o.mailbox)); err != nil {
-		slog.Info("CREATE failed (mailbox exists?)", "err", err)
-	}
-	res, err := c.cmd("SELECT %s", quote(o.mailbox))
-	if err != nil {
-		return err
-	}
-	for _, l := range res.untagged {
-		if strings.HasSuffix(l, " EXISTS") && l != "* 0 EXISTS" {
-			return fmt.Errorf("mailbox %s is not empty (%s); choose another with -mailbox", o.mailbox, l)
-		}
-	}
-	if !o.keep {
-		defer func() {
-			c.cmd("CLOSE")
-			if _, err := c.cmd("DELETE %s", quote(o.mailbox)); err != nil {
-				slog.Warn("deleting the benchmark mailbox", "err", err)
-			}
-		}()
-	}
-
-	// Load.
-	start := time.Now()
-	for i, m := range msgs {
-		if err := c.appendMsg(o.mailbox, messageDate(m), m); err != nil {
-			return fmt.Errorf("append message %d: %w", i+1, err)
-		}
-	}
-	el := time.Since(start)
-	fmt.Printf("\nAPPEND %d messages: %.1f s, %.0f msgs/s (one connection, one message per command)\n",
-		len(msgs), el.Seconds(), float64(len(msgs))/el.Seconds())
-	if o.settle > 0 {
-		time.Sleep(o.settle)
-	}
-	if _, err := c.cmd("NOOP"); err != nil {
-		return err
-	}
-
-	fmt.Printf("\n%-55s %10s %10s %8s %10s\n", "operation", "cold ms", "median ms", "matches", "bytes")
-	queries := []struct{ name, cmd string }{
-		{"UID FETCH 1:* (UID FLAGS INTERNALDATE RFC822.SIZE ENVELOPE)", "UID FETCH 1:* (UID FLAGS INTERNALDATE RFC822.SIZE ENVELOPE)"},
-		{"UID FETCH 1:* (BODY.PEEK[HEADER])", "UID FETCH 1:* (BODY.PEEK[HEADER])"},
-		{"UID SEARCH TEXT " + ch.rare + " (rare)", "UID SEARCH TEXT " + quote(ch.rare)},
-		{"UID SEARCH TEXT " + ch.common + " (common)", "UID SEARCH TEXT " + quote(ch.common)},
-		{"UID SEARCH FROM " + ch.sender, "UID SEARCH FROM " + quote(ch.sender)},
-		{"UID SEARCH ON " + ch.day.Format("2-Jan-2006"), "UID SEARCH ON " + ch.day.Format("2-Jan-2006")},
-	}
-	for _, q := range queries {
-		var times []time.Duration
-		var last response
-		for i := 0; i <= o.runs; i++ {
-			t0 := time.Now()
-			r, err := c.cmd("%s", q.cmd)
-			if err != nil {
-				return fmt.Errorf("%s: %w", q.name, err)
-			}
-			times = append(times, time.Since(t0))
-			last = r
-		}
-		matches := "-"
-		if strings.Contains(q.cmd, "SEARCH") {
-			matches = fmt.Sprint(searchCount(last))
-		} else {
-			matches = fmt.Sprint(len(last.untagged))
-		}
-		fmt.Printf("%-55s %10.1f %10.1f %8s %10d\n", q.name, ms(times[0]), ms(median(times[1:])), matches, last.bytes)
-	}
-
-	// Expunge 1 %, then 20 % of what is left, chosen at random (seeded).
-	all, err := c.cmd("UID SEARCH ALL")
-	if err != nil {
-		return err
-	}
-	uids := searchUIDs(all)
-	rng := rand.New(rand.NewPCG(3, 2003))
-	rng.Shuffle(len(uids), func(i, j int) { uids[i], uids[j] = uids[j], uids[i] })
-	for _, share := range []float64{0.01, 0.20} {
-		n := int(float64(len(uids))*share + 0.5)
-		victims := slices.Clone(uids[:n])
-		uids = uids[n:]
-		slices.Sort(victims)
-		for lo := 0; lo < len(victims); lo += 500 {
-			set := make([]string, 0, 500)
-			for _, u := range victims[lo:min(lo+500, len(victims))] {
-				set = append(set, fmt.Sprint(u))
-			}
-			if _, err := c.cmd("UID STORE %s +FLAGS.SILENT (\\Deleted)", strings.Join(set, ",")); err != nil {
-				return err
-			}
-		}
-		t0 := time.Now()
-		r, err := c.cmd("EXPUNGE")
-		if err != nil {
-			return err
-		}
-		fmt.Printf("%-55s %10.1f %10s %8d %10d\n", fmt.Sprintf("EXPUNGE %.0f %% (%d messages)", share*100, n), ms(time.Since(t0)), "-", len(r.untagged), r.bytes)
-	}
-	if o.dataDir != "" {
-		reportSizes(o.dataDir)
-	}
-	return nil
 }
 
 // reportSizes prints the size of pimail's full-text index beside the

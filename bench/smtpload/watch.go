@@ -26,7 +26,12 @@ type watcher struct {
 	r     *bufio.Reader
 	tagNo int
 	next  uint64 // lowest UID not fetched yet
-	count int    // messages in INBOX as last reported
+	count int    // messages in INBOX as last reported (by any response)
+	// covered is the count when the last FETCH was sent: messages up to
+	// it have been fetched. An EXISTS that arrives with a FETCH's own
+	// responses raises count past covered, so the next poll fetches
+	// again even though no later response repeats that EXISTS.
+	covered int
 }
 
 var (
@@ -60,6 +65,7 @@ func (w *watcher) start() error {
 		return fmt.Errorf("imap select: %w", err)
 	}
 	w.absorb(lines, time.Now())
+	w.covered = w.count
 	return nil
 }
 
@@ -111,6 +117,9 @@ func (w *watcher) idleOnce(ctx context.Context) error {
 	}
 	var got []string
 	var at time.Time
+	if w.count > w.covered {
+		at = time.Now()
+	}
 	for ctx.Err() == nil && at.IsZero() {
 		_ = w.nc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		l, err := w.readLine()
@@ -146,19 +155,16 @@ func (w *watcher) idleOnce(ctx context.Context) error {
 // last fetch when lines report a larger mailbox, and records them as seen
 // at t.
 func (w *watcher) newMail(lines []string, t time.Time) error {
-	grew := false
 	for _, l := range lines {
 		if m := existsRe.FindStringSubmatch(l); m != nil {
-			if n, _ := strconv.Atoi(m[1]); n > w.count {
-				w.count, grew = n, true
-			} else {
-				w.count = n // expunged elsewhere: follow the server
-			}
+			w.count, _ = strconv.Atoi(m[1])
 		}
 	}
-	if !grew {
+	if w.count <= w.covered {
+		w.covered = w.count // expunged elsewhere: follow the server
 		return nil
 	}
+	w.covered = w.count
 	got, err := w.cmd(fmt.Sprintf("UID FETCH %d:* (UID BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])", w.next))
 	if err != nil {
 		return fmt.Errorf("fetch: %w", err)

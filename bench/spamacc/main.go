@@ -5,6 +5,11 @@
 // speed on messages of about 8 KB and 64 KB and the model size.
 //
 //	go run ./bench/spamacc [-corpus ../shared/corpus] [-seconds 3]
+//
+// With -validate it never reads test.txt: it cross-validates on train.txt
+// (five folds chosen by a hash of the file name; each fold is scored by a
+// model trained on the other four). Thresholds and tokenizer choices
+// are made on that split; test.txt only reports the result.
 package main
 
 import (
@@ -13,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -27,6 +33,12 @@ import (
 	"pimail/internal/spam"
 )
 
+var (
+	validate  bool
+	explain   int
+	ruleStats bool
+)
+
 type sample struct {
 	path string
 	spam bool
@@ -37,6 +49,9 @@ func main() {
 	corpus := flag.String("corpus", "../shared/corpus", "corpus directory with train.txt and test.txt")
 	seconds := flag.Float64("seconds", 3, "seconds per speed measurement")
 	junk := flag.Float64("junk", 0, "junk threshold (0: the filter's default)")
+	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
+	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
+	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
 	flag.Parse()
 	if err := run(*corpus, time.Duration(*seconds*float64(time.Second)), *junk); err != nil {
 		fmt.Fprintln(os.Stderr, "spamacc:", err)
@@ -49,41 +64,43 @@ func run(corpus string, per time.Duration, junk float64) error {
 	if err != nil {
 		return err
 	}
-	test, err := readList(corpus, "test.txt")
-	if err != nil {
-		return err
+	newFilter := func() (*spam.Filter, error) {
+		return spam.New(spam.Config{JunkThreshold: junk, ReloadInterval: -1,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
-	f, err := spam.New(spam.Config{JunkThreshold: junk, ReloadInterval: -1,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		return err
+	var (
+		test    []sample
+		results []spam.Result
+		f       *spam.Filter
+	)
+	if validate {
+		// 5-fold cross-validation on train.txt: every train message is
+		// scored once by a model that did not see it.
+		for k := range folds {
+			tr, val := splitValidation(train, k)
+			if f, err = newFilter(); err != nil {
+				return err
+			}
+			r, err := trainAndScore(f, tr, val)
+			if err != nil {
+				return err
+			}
+			test = append(test, val...)
+			results = append(results, r...)
+		}
+		fmt.Printf("%d-fold cross-validation on train.txt (test.txt not read): %d messages scored\n\n", folds, len(test))
+	} else {
+		if test, err = readList(corpus, "test.txt"); err != nil {
+			return err
+		}
+		if f, err = newFilter(); err != nil {
+			return err
+		}
+		if results, err = trainAndScore(f, train, test); err != nil {
+			return err
+		}
 	}
 	cfg := f.Config()
-	start := time.Now()
-	for _, s := range train {
-		if s.spam {
-			err = f.TrainSpam(spam.BaseAccount, s.raw)
-		} else {
-			err = f.TrainHam(spam.BaseAccount, s.raw)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	trainTime := time.Since(start)
-	fmt.Printf("trained %d messages in %.1f s (%.0f msgs/s)\n", len(train), trainTime.Seconds(), float64(len(train))/trainTime.Seconds())
-
-	ctx := context.Background()
-	results := make([]spam.Result, len(test))
-	start = time.Now()
-	for i, s := range test {
-		r, err := f.Check(ctx, spam.Input{Raw: s.raw, Accounts: []int64{1}})
-		if err != nil {
-			return err
-		}
-		results[i] = r
-	}
-	fmt.Printf("scored %d test messages in %.1f s\n\n", len(test), time.Since(start).Seconds())
 	fmt.Printf("junk threshold %.1f, reject threshold %.1f\n", cfg.JunkThreshold, cfg.RejectThreshold)
 	fmt.Printf("%-9s %6s %6s %8s %9s %7s %9s %10s %10s\n", "source", "spam", "ham", "recall", "precision", "F1", "ham FP", "spam rej.", "ham rej.")
 	for _, src := range []string{"all", "sa-", "trec07p-"} {
@@ -109,6 +126,9 @@ func run(corpus string, per time.Duration, junk float64) error {
 		fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
 	}
 	misses(test, results, cfg.JunkThreshold)
+	if ruleStats {
+		printRuleStats(test, results)
+	}
 
 	// Model size.
 	m, _ := f.Model(spam.BaseAccount)
@@ -129,6 +149,37 @@ func run(corpus string, per time.Duration, junk float64) error {
 		speed(f, msgs, size, per, runtime.GOMAXPROCS(0))
 	}
 	return nil
+}
+
+// trainAndScore trains f's base model on train and scores test for
+// account 1 (which has no model of its own).
+func trainAndScore(f *spam.Filter, train, test []sample) ([]spam.Result, error) {
+	start := time.Now()
+	for _, s := range train {
+		var err error
+		if s.spam {
+			err = f.TrainSpam(spam.BaseAccount, s.raw)
+		} else {
+			err = f.TrainHam(spam.BaseAccount, s.raw)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	trainTime := time.Since(start)
+	fmt.Printf("trained %d messages in %.1f s (%.0f msgs/s)\n", len(train), trainTime.Seconds(), float64(len(train))/trainTime.Seconds())
+	ctx := context.Background()
+	results := make([]spam.Result, len(test))
+	start = time.Now()
+	for i, s := range test {
+		r, err := f.Check(ctx, spam.Input{Raw: s.raw, Accounts: []int64{1}})
+		if err != nil {
+			return nil, err
+		}
+		results[i] = r
+	}
+	fmt.Printf("scored %d messages in %.1f s\n", len(test), time.Since(start).Seconds())
+	return results, nil
 }
 
 func pct(a, b int) float64 {
@@ -180,11 +231,72 @@ func misses(test []sample, results []spam.Result, thr float64) {
 		v := results[i].Message
 		if !s.spam && v.Score >= thr {
 			fmt.Printf("  FP %s score %.2f %v\n", filepath.Base(s.path), v.Score, v.Hits)
+			if explain > 0 {
+				for _, c := range v.Clues {
+					fmt.Printf("       %.3f %q\n", c.Prob, c.Token)
+				}
+			}
 		}
-		if s.spam && v.Score < thr && shown < 40 && os.Getenv("SPAMACC_FN") != "" {
+		if s.spam && v.Score < thr && shown < explain {
 			shown++
 			fmt.Printf("  FN %s score %.2f %v\n", filepath.Base(s.path), v.Score, v.Hits)
+			for _, c := range v.Clues {
+				fmt.Printf("       %.3f %q\n", c.Prob, c.Token)
+			}
 		}
+	}
+}
+
+const folds = 5
+
+// splitValidation puts the train files of fold k (by an FNV hash of the
+// name, so the choice is fixed and independent of the corpus' own split)
+// into a validation set and the rest into a training set.
+func splitValidation(all []sample, k int) (train, val []sample) {
+	for _, s := range all {
+		h := fnv.New32a()
+		h.Write([]byte(filepath.Base(s.path)))
+		if int(h.Sum32()%folds) == k {
+			val = append(val, s)
+		} else {
+			train = append(train, s)
+		}
+	}
+	return train, val
+}
+
+// printRuleStats prints, per rule, the share of ham and of spam it hits.
+func printRuleStats(test []sample, results []spam.Result) {
+	type hc struct{ ham, spam int }
+	stats := map[string]*hc{}
+	var nham, nspam int
+	for i, s := range test {
+		if s.spam {
+			nspam++
+		} else {
+			nham++
+		}
+		for _, h := range results[i].Message.Hits {
+			c := stats[h.Name]
+			if c == nil {
+				c = &hc{}
+				stats[h.Name] = c
+			}
+			if s.spam {
+				c.spam++
+			} else {
+				c.ham++
+			}
+		}
+	}
+	names := make([]string, 0, len(stats))
+	for n := range stats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Printf("\n%-24s %8s %8s\n", "rule", "ham %", "spam %")
+	for _, n := range names {
+		fmt.Printf("%-24s %8.2f %8.2f\n", n, pct(stats[n].ham, nham), pct(stats[n].spam, nspam))
 	}
 }
 

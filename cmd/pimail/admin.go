@@ -17,7 +17,7 @@ import (
 func subcommands(noun string, verbs map[string]func(dataDir string, args []string) error, args []string, argsUsage map[string]string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
-		for _, v := range []string{"add", "passwd", "list", "remove"} {
+		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin"} {
 			if _, ok := verbs[v]; ok {
 				fmt.Fprintf(os.Stderr, "  %s %s %s\n", noun, v, argsUsage[v])
 			}
@@ -178,6 +178,8 @@ func cmdAccount(args []string) error {
 				return nil
 			})
 		},
+		"admin":   setAdminVerb(addr, true),
+		"unadmin": setAdminVerb(addr, false),
 		"list": func(dir string, pos []string) error {
 			return withStore(dir, func(ctx context.Context, st store.Store) error {
 				as, err := st.Accounts(ctx)
@@ -199,7 +201,25 @@ func cmdAccount(args []string) error {
 		"add":    "(--password PASS | --password-stdin) ADDRESS",
 		"passwd": "(--password PASS | --password-stdin) ADDRESS",
 		"remove": "ADDRESS", "list": "",
+		"admin": "ADDRESS (may use the web admin at /admin/)", "unadmin": "ADDRESS",
 	})
+}
+
+// setAdminVerb grants or revokes the web admin.
+func setAdminVerb(addr func([]string, int) (string, error), admin bool) func(string, []string) error {
+	return func(dir string, pos []string) error {
+		a, err := addr(pos, 1)
+		if err != nil {
+			return err
+		}
+		return withStore(dir, func(ctx context.Context, st store.Store) error {
+			if err := st.SetAdmin(ctx, a, admin); err != nil {
+				return fmt.Errorf("set admin of %s: %w", a, err)
+			}
+			fmt.Printf("%s: admin %v\n", a, admin)
+			return nil
+		})
+	}
 }
 
 func cmdAlias(args []string) error {

@@ -149,11 +149,11 @@ pimail is running on localhost.
              submission %s (AUTH, STARTTLS optional)  submissions %s
   read mail: IMAP  %s   (STARTTLS optional)  IMAPS %s (self-signed)
              POP3  %s   POP3S %s
-  webmail:   http://%s/
+  webmail:   http://%s/     admin: http://%s/admin/
 
   try:  swaks --server %s --to %s
   data: %s    stop with Ctrl-C
-`, localAccount, pw, addrs["smtp"], addrs["submission"], addrs["submissions"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["http"], addrs["smtp"], localAccount, cfg.Data)
+`, localAccount, pw, addrs["smtp"], addrs["submission"], addrs["submissions"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["http"], addrs["http"], addrs["smtp"], localAccount, cfg.Data)
 	})
 }
 

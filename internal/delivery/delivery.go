@@ -28,8 +28,10 @@ import (
 	"log/slog"
 	"time"
 
+	"pimail/internal/deliverylog"
 	"pimail/internal/directory"
 	"pimail/internal/message"
+	"pimail/internal/metrics"
 	"pimail/internal/msgauth"
 	"pimail/internal/store"
 )
@@ -80,6 +82,15 @@ type Pipeline struct {
 	filters Filters
 	// auth is sender authentication (SPF, DKIM, DMARC); see WithAuth.
 	auth Auth
+	// dlog records each delivery for the admin; nil records nothing.
+	dlog *deliverylog.Logger
+}
+
+// WithDeliveryLog records every delivered message in the delivery log.
+// Call it before the pipeline is used.
+func (p *Pipeline) WithDeliveryLog(l *deliverylog.Logger) *Pipeline {
+	p.dlog = l
+	return p
 }
 
 // New returns a pipeline that resolves recipients with dir and stores into st.
@@ -173,6 +184,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		"ip", env.RemoteIP,
 		"tls", env.TLS,
 		"ms", p.now().Sub(start).Milliseconds()}
+	result := store.ResultAccepted
 	if outcome != nil {
 		args = append(args, outcome.logArgs...)
 		junk := len(outcome.junk)
@@ -180,8 +192,16 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 			junk = len(rcpts)
 		}
 		args = append(args, "junk", junk)
+		if junk > 0 {
+			result = store.ResultJunk
+			metrics.MessagesJunk.Inc()
+		}
 	}
 	log.Info("delivered", args...)
+	metrics.DeliveryLatency.ObserveSince(start)
+	p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: result,
+		MessageID: parsed.Envelope.MessageID, Subject: parsed.Subject, From: env.MailFrom,
+		RemoteIP: env.RemoteIP, Reason: "250 " + env.ID}, env.Recipients)
 	return delivered, nil
 }
 

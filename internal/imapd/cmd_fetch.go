@@ -16,6 +16,7 @@ type fetchPlan struct {
 	parsed  bool // MIME structure or envelope
 	blob    bool // message bytes
 	setSeen bool // a non-PEEK body fetch (RFC 9051 §6.4.5)
+	path    fetchPath
 	// changedSince, when set, limits the answer to messages with a
 	// greater MODSEQ (RFC 7162 §3.1.4).
 	changedSince    uint64
@@ -56,6 +57,7 @@ func planFetch(atts []imapwire.FetchAtt, uid bool, mods imapwire.FetchModifiers)
 		atts = append(atts, imapwire.FetchAtt{Name: "MODSEQ"})
 	}
 	p.atts = atts
+	p.path = choosePath(atts)
 	return p
 }
 
@@ -106,31 +108,27 @@ func cmdFetch(s *session, cmd *command) (string, string, error) {
 		}
 		s.writeVanishedEarlier(ch.Expunged, &set)
 	}
-	for start := 0; start < len(idx); start += fetchChunk {
-		chunk := idx[start:min(start+fetchChunk, len(idx))]
-		if err := s.fetchChunk(chunk, plan); err != nil {
-			return "", "", err
-		}
-		if err := s.flush(); err != nil {
-			return "", "", err
-		}
+	if err := s.fetchChunks(idx, plan); err != nil {
+		return "", "", err
 	}
 	return "", "", nil
 }
 
-// fetchChunk answers FETCH for a run of view indexes.
-func (s *session) fetchChunk(idx []int, plan fetchPlan) error {
+// fetchChunk answers FETCH for a run of view indexes, given what the
+// store returned for them (fetchMetas).
+func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMeta, headers [][]byte) error {
 	v := s.sel
-	metas, err := s.srv.st.Fetch(s.ctx, v.mb.ID, v.uidSet(idx), store.FetchOptions{Parsed: plan.parsed})
-	if err != nil {
-		return fmt.Errorf("fetch from mailbox %d: %w", v.mb.ID, err)
-	}
+	var err error
 	byUID := make(map[uint32]*store.MessageMeta, len(metas))
+	headerOf := make(map[uint32][]byte, len(headers))
 	for i := range metas {
 		if plan.hasChangedSince && metas[i].ModSeq <= plan.changedSince {
 			continue
 		}
 		byUID[metas[i].UID] = &metas[i]
+		if headers != nil {
+			headerOf[metas[i].UID] = headers[i]
+		}
 	}
 	// Set \Seen first so that the FLAGS we send are the new ones.
 	seenNow := map[uint32]bool{}
@@ -168,7 +166,9 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan) error {
 			continue // expunged meanwhile; its EXPUNGE is pending
 		}
 		var raw []byte
-		if plan.blob {
+		if headers != nil {
+			raw = headerOf[m.UID]
+		} else if plan.blob {
 			raw, err = s.srv.st.ReadBlob(s.ctx, m.BlobID)
 			if err != nil {
 				return fmt.Errorf("reading message %d: %w", m.UID, err)

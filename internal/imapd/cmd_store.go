@@ -81,6 +81,9 @@ func cmdStore(s *session, cmd *command) (string, string, error) {
 			v.flags[i] = msgFlags{u.Flags, u.Keywords, u.ModSeq}
 		}
 	}
+	if spam, ok := junkKeywords(op, kws); ok && len(idx) > 0 {
+		s.reportJunk(v.mb.ID, v.uidsOf(idx), spam) // $Junk / $NotJunk teach the account's filter
+	}
 	switch {
 	case !silent:
 		for _, i := range idx {
@@ -194,6 +197,9 @@ func cmdCopy(s *session, cmd *command) (string, string, error) {
 	}
 	if dst.ID == v.mb.ID || move {
 		v.dirty = true
+	}
+	if spam, ok := junkMove(v.mb, dst); ok {
+		s.reportJunk(dst.ID, res.DestUIDs, spam) // into or out of Junk teaches the account's filter
 	}
 	code := ""
 	if len(res.SourceUIDs) > 0 {

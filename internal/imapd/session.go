@@ -76,6 +76,10 @@ func (s *session) limits() imapwire.Limits {
 	if s.state == stateNotAuth {
 		l.MaxLiteral = preAuthLiteral
 		l.MaxDiscard = 4 * preAuthLiteral
+		// LOGIN has two arguments; without this cap the sum of many small
+		// literals in one command could reach MaxLiteralSize before
+		// anyone logged in (the Cyrus CVE-2024-34055 class).
+		l.MaxCommandLiterals = 2 * preAuthLiteral
 	}
 	return l
 }

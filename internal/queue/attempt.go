@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"pimail/internal/deliverylog"
 	"pimail/internal/store"
 )
 
@@ -62,27 +63,34 @@ func (q *Queue) process(ctx context.Context, e store.QueueEntry) {
 
 	e.Attempts++
 	var failed []int
+	mid, subj := deliverylog.Identify(raw)
 	for i, r := range results {
 		rc := &e.Recipients[i]
 		rc.Attempts++
 		rc.LastAttempt = now
 		rc.LastError = r.reply
+		result := store.ResultDeferred
 		switch {
 		case r.done:
 			rc.State = store.QueueDelivered
+			result = store.ResultDelivered
 			log.Info("delivered", "rcpt", rc.Address, "remote", r.remote, "reply", r.reply)
 		case r.perm:
 			rc.State = store.QueueFailed
+			result = store.ResultBounced
 			failed = append(failed, i)
 			log.Warn("delivery failed permanently", "rcpt", rc.Address, "remote", r.remote, "reply", r.reply)
 		case now.Sub(e.Created) >= q.cfg.MaxAge:
 			rc.State = store.QueueFailed
+			result = store.ResultBounced
 			rc.LastError = fmt.Sprintf("%s (retried for %s; giving up)", r.reply, q.cfg.MaxAge)
 			failed = append(failed, i)
 			log.Warn("delivery failed: too old", "rcpt", rc.Address, "reply", r.reply)
 		default:
 			log.Info("delivery deferred", "rcpt", rc.Address, "remote", r.remote, "reply", r.reply)
 		}
+		q.dlog.Log(store.DeliveryLogEntry{Direction: store.DirectionOut, Result: result, QueueID: e.ID,
+			MessageID: mid, Subject: subj, From: e.MailFrom, To: rc.Address, RemoteIP: r.remote, Reason: rc.LastError})
 	}
 	statuses := map[int]string{}
 	for i, r := range results {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"pimail/internal/delivery"
+	"pimail/internal/deliverylog"
 	"pimail/internal/directory"
 	"pimail/internal/dkim"
 	"pimail/internal/dnsresolver"
@@ -152,6 +153,8 @@ type Deps struct {
 	Resolver dnsresolver.Resolver
 	Signer   *dkim.Signer // nil: messages are not signed
 	Logger   *slog.Logger
+	// DeliveryLog records each attempt's outcome per recipient; nil: none.
+	DeliveryLog *deliverylog.Logger
 }
 
 // Queue is the outbound queue. It is safe for concurrent use.
@@ -163,6 +166,7 @@ type Queue struct {
 	dns   dnsresolver.Resolver
 	dkim  *dkim.Signer
 	log   *slog.Logger
+	dlog  *deliverylog.Logger
 	now   func() time.Time
 
 	wake    chan struct{}
@@ -188,6 +192,7 @@ func New(cfg Config, d Deps) (*Queue, error) {
 	q := &Queue{
 		cfg: cfg, st: d.Store, dir: d.Dir, local: d.Local, dns: d.Resolver, dkim: d.Signer,
 		log:     d.Logger.With("component", "queue"),
+		dlog:    d.DeliveryLog,
 		now:     time.Now,
 		wake:    make(chan struct{}, 1),
 		domains: newKeyLimiter(cfg.PerDomain),

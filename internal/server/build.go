@@ -13,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"pimail/internal/admin"
 	"pimail/internal/auth"
 	"pimail/internal/autoconfig"
 	"pimail/internal/av"
 	"pimail/internal/config"
 	"pimail/internal/delivery"
+	"pimail/internal/deliverylog"
 	"pimail/internal/directory"
 	"pimail/internal/dkim"
 	"pimail/internal/dnsbl"
@@ -42,6 +44,8 @@ type parts struct {
 	imap        *imapd.Server
 	pop3        *pop3d.Server
 	http, https *webServer
+	dlog        *deliverylog.Logger
+	junk        *spam.JunkLearner // nil without the spam filter
 }
 
 // close stops the servers first, so nothing new reaches the queue, then
@@ -56,6 +60,10 @@ func (p *parts) close() {
 	p.http.Close()
 	p.https.Close()
 	p.queue.Close()
+	if p.junk != nil {
+		p.junk.Close()
+	}
+	p.dlog.Close()
 }
 
 // build constructs every component from the configuration: the directory
@@ -69,7 +77,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	if err != nil {
 		return nil, err
 	}
-	pipe := delivery.New(st, dir, logger).WithFilters(filters)
+	p := &parts{dlog: deliverylog.New(st, logger, deliverylog.Options{})}
+	pipe := delivery.New(st, dir, logger).WithFilters(filters).WithDeliveryLog(p.dlog)
 	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
 	if err != nil {
 		return nil, fmt.Errorf("dns: %w", err)
@@ -86,11 +95,10 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		return nil, err
 	}
 	authn := auth.New(st, logger) // one instance: failed logins count across protocols
-	p := &parts{}
 	if p.queue, err = queue.New(queueConfig(cfg), queue.Deps{
 		Store: st, Dir: dir, Local: pipe, Resolver: res,
 		Signer: dkim.NewSigner(st, logger),
-		Logger: logger,
+		Logger: logger, DeliveryLog: p.dlog,
 	}); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
@@ -128,6 +136,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		PregreetWait:        orOff(cfg.SMTP.PregreetWait.Duration),
 		DNSBL:               checker,
 		DNSBLThreshold:      cfg.DNSBL.Threshold,
+		DeliveryLog:         p.dlog,
 	}, dir, pipe, logger.With("proto", "smtp"))
 	p.imap = imapd.New(imapd.Config{
 		Hostname:          cfg.Hostname,
@@ -138,6 +147,11 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		MaxLiteralSize:    cfg.IMAP.MaxLiteralSize,
 		IdleTimeout:       cfg.IMAP.IdleTimeout.Duration,
 	}, st, authn, logger.With("proto", "imap"))
+	if filters.Spam != nil {
+		// Moving mail into or out of Junk over IMAP trains the account's model.
+		p.junk = spam.NewJunkLearner(filters.Spam, st.ReadBlob, logger)
+		p.imap.SetJunkTrainer(p.junk)
+	}
 	p.pop3 = pop3d.New(pop3d.Config{
 		Hostname:          cfg.Hostname,
 		TLS:               tlsConf,
@@ -170,6 +184,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			mux.Handle(path, auto)
 		}
 		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
+		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data}, st, authn, logger))
 		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(filepath.Join(cfg.Data, "mta-sts")))
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,

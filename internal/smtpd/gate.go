@@ -158,6 +158,9 @@ func (l *gateListener) admit(c net.Conn) {
 
 // handOver passes an admitted connection to go-smtp.
 func (l *gateListener) handOver(c net.Conn) {
+	if gc, ok := c.(*gatedConn); ok {
+		gc.inSession.Store(true)
+	}
 	select {
 	case l.conns <- c:
 		l.srv.stats.accepted.Add(1)
@@ -243,6 +246,27 @@ type gatedConn struct {
 	reputation *dnsbl.Pending
 	release    func()
 	closed     atomic.Bool
+	// inSession is set once go-smtp has the connection: from then on a
+	// read deadline that passes ends the session (see Read).
+	inSession atomic.Bool
+}
+
+// Read ends input for good when a read deadline passes during the
+// session. go-smtp reads commands through bufio.Reader.ReadLine, which
+// hands back a partial line with a nil error when the deadline passes
+// mid-line and drops the timeout; go-smtp then sets a fresh deadline, so a
+// client trickling a byte at a time (slowloris) would never be timed out
+// and the partial line would be taken as a command. Shutting the read
+// side makes the next read see end of input, so the session ends at the
+// command timeout (RFC 5321 §4.5.3.2.7) whatever the client trickles.
+// Before the hand-over (the pregreet wait) a timeout is the expected,
+// good outcome and changes nothing.
+func (c *gatedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && c.inSession.Load() && isTimeout(err) {
+		_ = c.CloseRead()
+	}
+	return n, err
 }
 
 func (c *gatedConn) Close() error {

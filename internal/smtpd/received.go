@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // receivedInfo is what the Received trace field records.
@@ -109,13 +110,30 @@ func fieldToken(s, empty string) string {
 	return s
 }
 
+// maxAddressInField bounds the recipient copied into the field: RFC 5321
+// §4.5.3.1.3 limits a path to 256 octets, and the line must stay within
+// RFC 5322 §2.1.1's 998.
+const maxAddressInField = 256
+
 // cleanAddress removes what cannot appear inside <...> in a header field.
-// UTF-8 is kept: a UTF8SMTP message's header may carry it (RFC 6532).
+// UTF-8 is kept: a UTF8SMTP message's header may carry it (RFC 6532);
+// bytes that are not UTF-8 become '?' (not U+FFFD, which would triple
+// their length), and the result is cut to maxAddressInField octets on a
+// character boundary.
 func cleanAddress(s string) string {
-	return strings.Map(func(r rune) rune {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
 		if r < ' ' || r == 0x7f || r == '<' || r == '>' {
 			return -1
 		}
 		return r
 	}, s)
+	if len(s) > maxAddressInField {
+		cut := maxAddressInField
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
 }

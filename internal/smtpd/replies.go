@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/emersion/go-smtp"
 
@@ -19,6 +20,9 @@ var (
 	replyNoSuchUser = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such user here"}
 	// RFC 5321 §3.6.2: relaying is refused; X.7.1 delivery not authorized.
 	replyRelayDenied = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relaying denied"}
+	// RFC 5321 §4.2.3: 452 insufficient system storage; RFC 3463 X.3.1:
+	// mail system full. Temporary: the sender retries once space is back.
+	replyNoStorage = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage, please try again later"}
 	// X.3.0: other or undefined mail system status.
 	replyTempFailure = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary local problem, please try again later"}
 	// RFC 5321 §3.8: 421 closes the session.
@@ -73,6 +77,8 @@ func deliveryError(err error) *smtp.SMTPError {
 		return &smtp.SMTPError{Code: re.Code, EnhancedCode: smtp.EnhancedCode(re.Enhanced), Message: re.Message}
 	case errors.Is(err, delivery.ErrNoRecipients):
 		return replyNoRecipients
+	case errors.Is(err, syscall.ENOSPC): // a message file or the database could not grow
+		return replyNoStorage
 	default: // store failures, ErrForwardingUnavailable: the sender retries
 		return replyTempFailure
 	}

@@ -3,7 +3,9 @@ package smtpd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"pimail/internal/delivery"
@@ -20,6 +22,8 @@ func TestDeliveryErrorReplies(t *testing.T) {
 		{&delivery.RejectError{Code: 451, Enhanced: [3]int{4, 7, 1}, Message: "try again later"}, 451, [3]int{4, 7, 1}},
 		{delivery.ErrNoRecipients, replyNoRecipients.Code, replyNoRecipients.EnhancedCode},
 		{errors.New("disk I/O error at /var/lib/pimail"), 451, [3]int{4, 3, 0}},
+		// A full disk: 452 4.3.1 (RFC 5321 §4.2.3, RFC 3463 X.3.1).
+		{fmt.Errorf("deliver x: store: write blob: %w", &os.PathError{Op: "write", Path: "/var/lib/pimail/blobs/tmp/x", Err: syscall.ENOSPC}), 452, [3]int{4, 3, 1}},
 	}
 	for _, tc := range tests {
 		got := deliveryError(tc.err)

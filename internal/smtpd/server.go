@@ -35,6 +35,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"pimail/internal/delivery"
+	"pimail/internal/deliverylog"
 	"pimail/internal/directory"
 	"pimail/internal/dnsbl"
 )
@@ -158,6 +159,10 @@ type Config struct {
 	// not answer within the checker's timeout counts as "not listed".
 	DNSBL          *dnsbl.Checker
 	DNSBLThreshold float64
+
+	// DeliveryLog records refused recipients and messages for the admin;
+	// nil records nothing. Accepted mail is recorded by the pipeline.
+	DeliveryLog *deliverylog.Logger
 }
 
 func (c *Config) setDefaults() {

@@ -13,7 +13,11 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"pimail/internal/delivery"
+	"pimail/internal/deliverylog"
+	"pimail/internal/directory"
 	"pimail/internal/dnsbl"
+	"pimail/internal/metrics"
+	"pimail/internal/store"
 )
 
 // maxSizeHint caps the buffer allocated up front from MAIL's SIZE=.
@@ -90,6 +94,7 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	// nothing about which recipients exist.
 	if blocked, reply := s.blocklisted(); blocked {
 		s.log.Debug("recipient refused: client blocklisted", "rcpt", to)
+		s.refused(metrics.RejectDNSBL, reply, "", "", to)
 		return s.fail(reply)
 	}
 	res, err := s.srv.dir.Resolve(to)
@@ -97,6 +102,7 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		// Only remote forwarding targets, and no outbound queue yet:
 		// a temporary refusal keeps the message with the sender.
 		s.log.Warn("recipient forwards only to remote targets, which is not available yet", "rcpt", to)
+		s.refused(metrics.RejectTempFail, replyTempFailure, "", "", to)
 		return s.fail(replyTempFailure)
 	}
 	if err != nil {
@@ -106,6 +112,11 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		} else {
 			s.log.Debug("recipient refused", "rcpt", to, "code", reply.Code)
 		}
+		reason := metrics.RejectUnknownRecipient
+		if errors.Is(err, directory.ErrNotLocalDomain) {
+			reason = metrics.RejectRelay
+		}
+		s.refused(reason, reply, "", "", to)
 		return s.fail(reply)
 	}
 	s.rcpts = append(s.rcpts, to)
@@ -184,6 +195,8 @@ func (s *session) Data(r io.Reader) error {
 	if _, err := s.srv.pipe.Deliver(ctx, env, buf.Bytes()); err != nil {
 		reply := deliveryError(err)
 		s.log.Warn("delivery failed", "id", id, "from", s.from, "code", reply.Code, "err", err)
+		mid, subj := deliverylog.Identify(buf.Bytes())
+		s.refused(metrics.RejectOther, reply, mid, subj, s.rcpts...)
 		if reply.Code/100 == 5 {
 			return s.fail(reply)
 		}
@@ -195,7 +208,19 @@ func (s *session) Data(r io.Reader) error {
 	if v := s.reputation(); v.Score > 0 {
 		s.log.Info("message accepted from a listed client", "id", id, "dnsbl_score", v.Score, "dnsbl_lists", v.Listed)
 	}
+	metrics.MessagesAccepted.With(metrics.ProtoSMTP).Inc()
 	return replyAccepted(id)
+}
+
+// refused counts a refusal and records it in the delivery log, one entry
+// per recipient.
+func (s *session) refused(reason string, reply *smtp.SMTPError, messageID, subject string, rcpts ...string) {
+	metrics.MessagesRejected.With(reason).Inc()
+	s.srv.cfg.DeliveryLog.LogEach(store.DeliveryLogEntry{
+		Direction: store.DirectionIn, Result: store.ResultRejected,
+		MessageID: messageID, Subject: subject, From: s.from, RemoteIP: s.remoteIP,
+		Reason: deliverylog.Reply(reply),
+	}, rcpts)
 }
 
 // dataError maps a failure while reading the message data to its reply.
@@ -203,15 +228,18 @@ func (s *session) dataError(id string, err error) error {
 	switch {
 	case errors.Is(err, errTooBig), errors.Is(err, smtp.ErrDataTooLarge):
 		s.log.Info("message refused: too big", "id", id, "limit", s.srv.cfg.MaxMessageBytes)
+		s.refused(metrics.RejectSize, replyTooBig, "", "", s.rcpts...)
 		return s.fail(replyTooBig)
 	case errors.Is(err, errBareLineEnding):
 		s.log.Info("message refused: bare CR or LF (possible SMTP smuggling)", "id", id, "from", s.from)
+		s.refused(metrics.RejectProtocol, replyBareLineEnding, "", "", s.rcpts...)
 		return s.fail(replyBareLineEnding)
 	case errors.Is(err, smtp.ErrTooLongLine):
 		// A permanent refusal (RFC 5321 §4.5.3.1.6 and §4.2.5): a retry
 		// would send the same line. The rest of the line was not read, so
 		// the session cannot continue in step with the client.
 		s.log.Info("message refused: line too long", "id", id, "limit", s.srv.cfg.MaxLineLength)
+		s.refused(metrics.RejectProtocol, replyLineTooLong, "", "", s.rcpts...)
 		s.closing = true
 		shutdownRead(s.conn.Conn())
 		return replyLineTooLong

@@ -25,7 +25,10 @@ type htmlDoc struct {
 	links  []link
 	urls   []string // href and src values (links included), at most maxLinks
 	images int
-	forms  int
+	// cidImages are images shown from a part of the message itself
+	// (src="cid:…", RFC 2392), the usual way of image spam.
+	cidImages int
+	forms     int
 	// hiddenText counts letters in elements styled invisible (display:none,
 	// font-size:0, color equal to a white background is not detected).
 	hiddenText int
@@ -91,6 +94,9 @@ func reduceHTML(src string) htmlDoc {
 				}
 			case "img":
 				doc.images++
+				if len(src) > 4 && strings.EqualFold(src[:4], "cid:") {
+					doc.cidImages++
+				}
 				if src != "" {
 					doc.addURL(src)
 				}

@@ -48,8 +48,14 @@ func tokenize(a *analysis) []string {
 	t := &tokenSet{seen: make(map[string]struct{}, 512)}
 	p := a.parsed
 
+	list := a.isList()
 	// Subject words, prefixed: the same word weighs differently there.
-	t.words(p.Subject, "s:")
+	subject := p.Subject
+	if list {
+		t.add("meta:list")
+		subject = stripListTag(subject)
+	}
+	t.words(subject, "s:")
 	// From: display name words and the address' domain.
 	if len(p.Envelope.From) > 0 {
 		f := p.Envelope.From[0]
@@ -75,7 +81,7 @@ func tokenize(a *analysis) []string {
 		t.add("meta:rcpts:" + bucket(n))
 	}
 	t.add("ct:" + p.Body.MIMEType())
-	t.headerTokens(a)
+	t.headerTokens(a, list)
 	for _, cs := range a.charsets {
 		t.add("cs:" + cs)
 	}
@@ -94,6 +100,7 @@ func tokenize(a *analysis) []string {
 	if a.hasHTML && !a.hasPlain {
 		t.add("meta:html-only")
 	}
+	t.shapeTokens(a)
 	for _, u := range a.urls {
 		h := urlHost(u)
 		if h == "" {
@@ -107,6 +114,12 @@ func tokenize(a *analysis) []string {
 		t.add("url:" + registrable(h))
 	}
 	for _, txt := range a.plain {
+		if list {
+			if isFooterPart(txt) {
+				continue
+			}
+			txt = stripListFooter(txt)
+		}
 		t.words(txt, "")
 	}
 	for _, d := range a.html {
@@ -131,10 +144,11 @@ func (t *tokenSet) words(s, prefix string) {
 		case n < minWordLen:
 			return
 		case n > maxWordLen:
-			t.add(prefix + "skip:" + w[:1] + strconv.Itoa(n/10*10))
-		default:
-			t.add(prefix + w)
+			w = "skip:" + w[:1] + strconv.Itoa(n/10*10)
+		case isYear(w):
+			w = "num:year"
 		}
+		t.add(prefix + w)
 	}
 	for _, r := range s {
 		if len(t.list) >= maxTokens {
@@ -211,4 +225,48 @@ func bucket(n int) string {
 	default:
 		return "many"
 	}
+}
+
+// isYear reports whether w is a year from 1900 to 2099. Years are one
+// token: the corpus' sources are years apart, and a filter that learns
+// the year a message was written learns nothing about next year's mail.
+func isYear(w string) bool {
+	return len(w) == 4 && (w[:2] == "19" || w[:2] == "20") && w[2] >= '0' && w[2] <= '9' && w[3] >= '0' && w[3] <= '9'
+}
+
+// shapeTokens describe the message's make-up rather than its words: how
+// much text, how many images and whether they come from the message
+// itself. Image spam pads a picture with words copied from news to look
+// like ham to a word counter; its shape gives it away.
+func (t *tokenSet) shapeTokens(a *analysis) {
+	var imgs, cid, letters int
+	for _, d := range a.html {
+		imgs += d.images
+		cid += d.cidImages
+		letters += countLetters(d.text)
+	}
+	for _, p := range a.plain {
+		letters += countLetters(p)
+	}
+	t.add("meta:letters:" + sizeBucket(letters))
+	if imgs > 0 {
+		t.add("meta:img:" + bucket(imgs))
+	}
+	if cid > 0 {
+		t.add("meta:cid-img")
+		t.add("meta:cid-img-letters:" + sizeBucket(letters))
+	}
+}
+
+// sizeBucket classes a count roughly by factors of three.
+func sizeBucket(n int) string {
+	for _, b := range []struct {
+		max  int
+		name string
+	}{{100, "<100"}, {300, "<300"}, {1000, "<1k"}, {3000, "<3k"}, {10000, "<10k"}} {
+		if n < b.max {
+			return b.name
+		}
+	}
+	return "more"
 }

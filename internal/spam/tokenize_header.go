@@ -24,14 +24,20 @@ var valueFields = []string{"x-priority", "x-msmail-priority", "precedence", "imp
 // headerTokens adds features of the header written by the sender: the
 // names of the fields present, a few field values, the shape of the
 // Message-ID and the networks of the relays in Received.
-func (t *tokenSet) headerTokens(a *analysis) {
+func (t *tokenSet) headerTokens(a *analysis, list bool) {
 	for name := range a.fields {
-		if ignoredFields[name] || strings.HasPrefix(name, "x-spam") || len(name) > 40 {
+		if ignoredFields[name] || hasPrefixAny(name, receivingPrefixes) || len(name) > 40 {
+			continue
+		}
+		if list && hasPrefixAny(name, listFieldPrefixes) {
 			continue
 		}
 		t.add("h:" + name)
 	}
 	for _, name := range valueFields {
+		if list && name == "precedence" {
+			continue
+		}
 		if v := a.header(name); v != "" && len(v) < 60 {
 			t.add("hv:" + name + ":" + strings.ToLower(strings.TrimSpace(v)))
 		}
@@ -54,15 +60,23 @@ func (t *tokenSet) headerTokens(a *analysis) {
 			}
 		}
 	}
-	// The relays' networks: spam comes from a few networks, ham from the
-	// correspondents' providers. Only the first three octets (a /24).
+	// The network of the relay that handed the message to the first
+	// server on its way (the oldest Received with a public address): spam
+	// comes from a few networks, ham from the correspondents' providers.
+	// Only the first three octets (a /24). The relays after it (list
+	// servers, the recipient's own provider and store) say where a message
+	// went, not who sent it, and are not tokens.
+	var origin string
 	for _, r := range a.fields["received"] {
 		for _, ip := range bracketIPs(r) {
 			if ip.Is4() && !ip.IsPrivate() && !ip.IsLoopback() {
 				b := ip.As4()
-				t.add("rip:" + netip.AddrFrom4([4]byte{b[0], b[1], b[2], 0}).String())
+				origin = "rip:" + netip.AddrFrom4([4]byte{b[0], b[1], b[2], 0}).String()
 			}
 		}
+	}
+	if origin != "" {
+		t.add(origin)
 	}
 }
 

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// target is one IMAP server under measurement.
+type target struct {
+	name, addr, user, pass string
+	mailbox                string
+	tls, insecure, keep    bool
+	c                      *client
+}
+
+// query is one timed command.
+type query struct{ name, cmd string }
+
+// result is what one query took on one target.
+type result struct {
+	cold, median time.Duration
+	matches      string
+	bytes        int64
+}
+
+func run(o options, msgs [][]byte) error {
+	ch := chooseQueries(msgs)
+	fmt.Printf("mbox %s: %d messages, %.1f MB\n", filepath.Base(o.mbox), len(msgs), mb(totalSize(msgs)))
+	fmt.Printf("rare word   %q in %d messages (%.2f %%)\n", ch.rare, ch.rareDF, pct(ch.rareDF, len(msgs)))
+	fmt.Printf("common word %q in %d messages (%.2f %%)\n", ch.common, ch.commonDF, pct(ch.commonDF, len(msgs)))
+	fmt.Printf("sender      %q on %d messages\n", ch.sender, ch.senderN)
+	fmt.Printf("date        %s: %d messages\n", ch.day.Format("2-Jan-2006"), ch.dayN)
+
+	targets := []*target{{name: o.name, addr: o.addr, user: o.user, pass: o.pass, tls: o.tls, insecure: o.insecure, keep: o.keep}}
+	if o.peerAddr != "" {
+		targets = append(targets, &target{name: o.peerName, addr: o.peerAddr, user: o.peerUser, pass: o.peerPass})
+	}
+	for _, t := range targets {
+		if err := t.load(o, msgs); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		defer t.finish()
+	}
+	if o.settle > 0 {
+		time.Sleep(o.settle)
+	}
+
+	queries := []query{
+		{"UID FETCH 1:* (UID FLAGS INTERNALDATE RFC822.SIZE ENVELOPE)", "UID FETCH 1:* (UID FLAGS INTERNALDATE RFC822.SIZE ENVELOPE)"},
+		{"UID FETCH 1:* (BODY.PEEK[HEADER])", "UID FETCH 1:* (BODY.PEEK[HEADER])"},
+		{"UID SEARCH TEXT " + ch.rare + " (rare)", "UID SEARCH TEXT " + quote(ch.rare)},
+		{"UID SEARCH TEXT " + ch.common + " (common)", "UID SEARCH TEXT " + quote(ch.common)},
+		{"UID SEARCH FROM " + ch.sender, "UID SEARCH FROM " + quote(ch.sender)},
+		{"UID SEARCH ON " + ch.day.Format("2-Jan-2006"), "UID SEARCH ON " + ch.day.Format("2-Jan-2006")},
+	}
+	results := make([][]result, len(queries)) // [query][target]
+	for qi, q := range queries {
+		rs, err := measure(targets, q, o.runs)
+		if err != nil {
+			return err
+		}
+		results[qi] = rs
+		for ti, t := range targets {
+			r := rs[ti]
+			fmt.Printf("%-10s %-55s cold %9.1f ms  median %9.1f ms  matches %6s  bytes %10d\n",
+				t.name, q.name, ms(r.cold), ms(r.median), r.matches, r.bytes)
+		}
+	}
+
+	// Expunge 1 %, then 20 % of what is left, chosen at random (seeded),
+	// the same share on every target.
+	expNames := []string{}
+	expRes := [][]result{}
+	for ti, t := range targets {
+		rs, names, err := t.expunges()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		for i, r := range rs {
+			if ti == 0 {
+				expNames = append(expNames, names[i])
+				expRes = append(expRes, make([]result, len(targets)))
+			}
+			expRes[i][ti] = r
+			fmt.Printf("%-10s %-55s once %9.1f ms  matches %6s  bytes %10d\n", t.name, names[i], ms(r.cold), r.matches, r.bytes)
+		}
+	}
+	for i := range queries {
+		expNames = slices.Insert(expNames, i, queries[i].name)
+	}
+	printTable(targets, expNames, append(results, expRes...))
+	if o.dataDir != "" {
+		reportSizes(o.dataDir)
+	}
+	return nil
+}
+
+// load connects, creates the benchmark mailbox and APPENDs the messages.
+func (t *target) load(o options, msgs [][]byte) error {
+	c, err := dial(t.addr, t.tls, t.insecure, o.timeout)
+	if err != nil {
+		return err
+	}
+	t.c, t.mailbox = c, o.mailbox
+	if err := c.login(t.user, t.pass); err != nil {
+		return err
+	}
+	if o.fresh {
+		if _, err := c.cmd("DELETE %s", quote(o.mailbox)); err == nil {
+			slog.Info("deleted an existing benchmark mailbox", "server", t.name, "mailbox", o.mailbox)
+		}
+	}
+	if _, err := c.cmd("CREATE %s", quote(o.mailbox)); err != nil {
+		slog.Info("CREATE failed (mailbox exists?)", "server", t.name, "err", err)
+	}
+	res, err := c.cmd("SELECT %s", quote(o.mailbox))
+	if err != nil {
+		return err
+	}
+	for _, l := range res.untagged {
+		if strings.HasSuffix(l, " EXISTS") && l != "* 0 EXISTS" {
+			return fmt.Errorf("mailbox %s is not empty (%s); choose another with -mailbox or use -fresh", o.mailbox, l)
+		}
+	}
+	start := time.Now()
+	for i, m := range msgs {
+		if err := c.appendMsg(o.mailbox, messageDate(m), m); err != nil {
+			return fmt.Errorf("append message %d: %w", i+1, err)
+		}
+	}
+	el := time.Since(start)
+	fmt.Printf("%s: APPEND %d messages: %.1f s, %.0f msgs/s (one connection, one message per command)\n",
+		t.name, len(msgs), el.Seconds(), float64(len(msgs))/el.Seconds())
+	_, err = c.cmd("NOOP")
+	return err
+}
+
+// finish deletes the benchmark mailbox (unless -keep, which only applies
+// to the first server) and logs out.
+func (t *target) finish() {
+	if t.c == nil {
+		return
+	}
+	if !t.keep {
+		t.c.cmd("CLOSE")
+		if _, err := t.c.cmd("DELETE %s", quote(t.mailbox)); err != nil {
+			slog.Warn("deleting the benchmark mailbox", "server", t.name, "err", err)
+		}
+	}
+	t.c.close()
+}
+
+// measure runs q once cold on each target, then runs times more,
+// alternating between the targets so that both see the same machine load.
+func measure(targets []*target, q query, runs int) ([]result, error) {
+	times := make([][]time.Duration, len(targets))
+	last := make([]response, len(targets))
+	for i := 0; i <= runs; i++ {
+		for ti, t := range targets {
+			t0 := time.Now()
+			r, err := t.c.cmd("%s", q.cmd)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", t.name, q.name, err)
+			}
+			times[ti] = append(times[ti], time.Since(t0))
+			last[ti] = r
+		}
+	}
+	out := make([]result, len(targets))
+	for ti := range targets {
+		m := fmt.Sprint(len(last[ti].untagged))
+		if strings.Contains(q.cmd, "SEARCH") {
+			m = fmt.Sprint(searchCount(last[ti]))
+		}
+		out[ti] = result{cold: times[ti][0], median: median(times[ti][1:]), matches: m, bytes: last[ti].bytes}
+	}
+	return out, nil
+}
+
+// expunges flags 1 %, then 20 % of what is left, as \Deleted (seeded
+// random choice) and times each EXPUNGE.
+func (t *target) expunges() ([]result, []string, error) {
+	c := t.c
+	all, err := c.cmd("UID SEARCH ALL")
+	if err != nil {
+		return nil, nil, err
+	}
+	uids := searchUIDs(all)
+	rng := rand.New(rand.NewPCG(3, 2003))
+	rng.Shuffle(len(uids), func(i, j int) { uids[i], uids[j] = uids[j], uids[i] })
+	var out []result
+	var names []string
+	for _, share := range []float64{0.01, 0.20} {
+		n := int(float64(len(uids))*share + 0.5)
+		victims := slices.Clone(uids[:n])
+		uids = uids[n:]
+		slices.Sort(victims)
+		for lo := 0; lo < len(victims); lo += 500 {
+			set := make([]string, 0, 500)
+			for _, u := range victims[lo:min(lo+500, len(victims))] {
+				set = append(set, fmt.Sprint(u))
+			}
+			if _, err := c.cmd("UID STORE %s +FLAGS.SILENT (\\Deleted)", strings.Join(set, ",")); err != nil {
+				return nil, nil, err
+			}
+		}
+		t0 := time.Now()
+		r, err := c.cmd("EXPUNGE")
+		if err != nil {
+			return nil, nil, err
+		}
+		d := time.Since(t0)
+		out = append(out, result{cold: d, median: d, matches: fmt.Sprint(len(r.untagged)), bytes: r.bytes})
+		names = append(names, fmt.Sprintf("EXPUNGE %.0f %% (%d messages)", share*100, n))
+	}
+	return out, names, nil
+}
+
+// printTable prints the medians side by side (Markdown) and, with two
+// targets, how many times faster the first is (second / first).
+func printTable(targets []*target, names []string, res [][]result) {
+	fmt.Println()
+	head := "| operation |"
+	sep := "|---|"
+	for _, t := range targets {
+		head += " " + t.name + " ms |"
+		sep += "---|"
+	}
+	if len(targets) == 2 {
+		head += fmt.Sprintf(" %s / %s |", targets[1].name, targets[0].name)
+		sep += "---|"
+	}
+	head += " matches |"
+	sep += "---|"
+	fmt.Println(head)
+	fmt.Println(sep)
+	for i, n := range names {
+		line := "| " + n + " |"
+		var ms0 []string
+		for _, r := range res[i] {
+			line += fmt.Sprintf(" %.1f |", ms(r.median))
+			ms0 = append(ms0, r.matches)
+		}
+		if len(targets) == 2 {
+			line += fmt.Sprintf(" %.2f× |", float64(res[i][1].median)/float64(max(res[i][0].median, 1)))
+		}
+		line += " " + strings.Join(ms0, " / ") + " |"
+		fmt.Println(line)
+	}
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// verdicts are one filter's answers on the test split.
+type verdicts struct {
+	name            string
+	spam            []bool
+	failed, skipped []bool // not counted
+}
+
+// printAccuracy prints a markdown table: recall, precision, F1 and ham
+// false positives per filter and source. keep (if not nil) restricts the
+// messages.
+func printAccuracy(test []sample, all []verdicts, keep func(int) bool) {
+	fmt.Println("| filter | source | spam | ham | recall | precision | F1 | ham FP | not scored |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, v := range all {
+		for _, src := range []string{"all", "sa-", "trec07p-"} {
+			var tp, fn, fp, tn, lost int
+			for i, s := range test {
+				if keep != nil && !keep(i) || src != "all" && !strings.HasPrefix(s.name, src) {
+					continue
+				}
+				if v.skipped != nil && v.skipped[i] {
+					continue
+				}
+				if v.failed[i] {
+					lost++
+					continue
+				}
+				switch {
+				case s.spam && v.spam[i]:
+					tp++
+				case s.spam:
+					fn++
+				case v.spam[i]:
+					fp++
+				default:
+					tn++
+				}
+			}
+			r, p := pct(tp, tp+fn), pct(tp, tp+fp)
+			f1 := 0.0
+			if r+p > 0 {
+				f1 = 2 * r * p / (r + p)
+			}
+			fmt.Printf("| %s | %s | %d | %d | %.2f %% | %.2f %% | %.2f %% | %.2f %% (%d) | %d |\n",
+				v.name, src, tp+fn, fp+tn, r, p, f1, pct(fp, fp+tn), fp, lost)
+		}
+	}
+}
+
+func pct(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+// perf measures SMTP throughput with the filter on and off on ~8 KB and
+// ~64 KB messages, pimail's peak RSS during the 64 KB runs, the peers'
+// rate on the same messages, and the model sizes.
+func perf(o options, test []sample, data string, peers []peer) error {
+	fmt.Printf("\n## Throughput (%d messages per SMTP run, %d sessions; peers %d clients for %s)\n\n",
+		o.perfN, o.conns, o.conns, o.perfSeconds)
+	fmt.Println("| messages | pimail filter on | pimail filter off | pimail peak RSS on / off | " + peerNames(peers) + " load avg |")
+	fmt.Println("|---|---:|---:|---:|" + strings.Repeat("---:|", len(peers)) + "---|")
+	for _, size := range []int{8 << 10, 64 << 10} {
+		set := nearest(test, size, 40)
+		var mean int
+		for _, s := range set {
+			mean += len(s.raw)
+		}
+		mean /= len(set)
+		var rates [2]float64
+		var rss [2]int64
+		for k, filter := range []bool{true, false} {
+			srv, err := startPimail(o.bin, data, o.dns, filter)
+			if err != nil {
+				return err
+			}
+			msgs := make([][]byte, o.perfN)
+			froms := make([]string, o.perfN)
+			for i := range msgs {
+				s := set[i%len(set)]
+				msgs[i] = wire(s.raw, 1_000_000+i)
+				froms[i] = envelopeFrom(s.raw)
+			}
+			// Warm up (connections, model load), then measure.
+			if _, _, _, err := sendAll(srv.smtpAddr, msgs[:10], froms[:10], o.conns); err != nil {
+				srv.stop()
+				return err
+			}
+			srv.peakRSS.Store(0)
+			srv.sampling.Store(true)
+			outs, _, took, err := sendAll(srv.smtpAddr, msgs, froms, o.conns)
+			srv.sampling.Store(false)
+			rss[k] = max(srv.peakRSS.Load(), rssKiB(srv.cmd.Process.Pid))
+			srv.stop()
+			if err != nil {
+				return err
+			}
+			ok := 0
+			for _, oc := range outs {
+				if oc != failed {
+					ok++
+				}
+			}
+			rates[k] = float64(ok) / took.Seconds()
+		}
+		raws := make([][]byte, len(set))
+		for i, s := range set {
+			raws[i] = s.raw
+		}
+		var peerCols string
+		for _, p := range peers {
+			r, errs := peerRate(p, raws, o.conns, o.perfSeconds)
+			peerCols += fmt.Sprintf(" %.1f msgs/s", r)
+			if errs > 0 {
+				peerCols += fmt.Sprintf(" (%d errors)", errs)
+			}
+			peerCols += " |"
+		}
+		fmt.Printf("| %d real ones, mean %d bytes | %.1f msgs/s | %.1f msgs/s | %.0f / %.0f MB |%s %s |\n",
+			len(set), mean, rates[0], rates[1], float64(rss[0])/1024, float64(rss[1])/1024, peerCols, loadavg())
+	}
+	fmt.Println()
+	fmt.Printf("model sizes: pimail base model %s; SpamAssassin Bayes %s; rspamd Bayes (redis used_memory) %s\n",
+		fileSize(filepath.Join(data, "spam", "base.model")), dirSize(o.saBayesDir), redisMemory())
+	return nil
+}
+
+func peerNames(peers []peer) string {
+	var b strings.Builder
+	for _, p := range peers {
+		b.WriteString(p.name() + " | ")
+	}
+	return b.String()
+}
+
+func fileSize(p string) string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.2f MB", float64(fi.Size())/(1<<20))
+}
+
+func dirSize(dir string) string {
+	var n int64
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "?"
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return fmt.Sprintf("%.2f MB", float64(n)/(1<<20))
+}
+
+// redisMemory asks the peers' redis (rspamd's Bayes store) for its memory.
+func redisMemory() string {
+	c := exec.Command("redis-cli", "-p", "6479", "info", "memory")
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = c.Output(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.Process.Kill()
+		<-done
+	}
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory_human:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}

@@ -1,0 +1,258 @@
+package admin
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"pimail/internal/auth"
+)
+
+// maxSessions bounds the session table; the least recently used go first.
+const maxSessions = 1000
+
+// session is one logged-in administrator.
+type session struct {
+	id        string
+	accountID int64
+	address   string
+	csrf      string
+	lastSeen  time.Time // guarded by sessions.mu
+}
+
+// sessions are kept in memory only: a restart logs administrators out.
+type sessions struct {
+	mu   sync.Mutex
+	ttl  time.Duration
+	byID map[string]*session
+}
+
+func newSessions(ttl time.Duration) *sessions {
+	return &sessions{ttl: ttl, byID: map[string]*session{}}
+}
+
+// newToken returns 32 random bytes, base64url encoded.
+func newToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("admin: crypto/rand: " + err.Error()) // cannot happen on Linux
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func (ss *sessions) create(accountID int64, address string, now time.Time) *session {
+	s := &session{id: newToken(), accountID: accountID, address: address, csrf: newToken(), lastSeen: now}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for id, old := range ss.byID {
+		if now.Sub(old.lastSeen) > ss.ttl {
+			delete(ss.byID, id)
+		}
+	}
+	for len(ss.byID) >= maxSessions {
+		var oldest *session
+		for _, x := range ss.byID {
+			if oldest == nil || x.lastSeen.Before(oldest.lastSeen) {
+				oldest = x
+			}
+		}
+		delete(ss.byID, oldest.id)
+	}
+	ss.byID[s.id] = s
+	return s
+}
+
+func (ss *sessions) get(id string, now time.Time) (*session, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.byID[id]
+	if !ok {
+		return nil, false
+	}
+	if now.Sub(s.lastSeen) > ss.ttl {
+		delete(ss.byID, id)
+		return nil, false
+	}
+	s.lastSeen = now
+	return s, true
+}
+
+func (ss *sessions) delete(id string) {
+	ss.mu.Lock()
+	delete(ss.byID, id)
+	ss.mu.Unlock()
+}
+
+// sameToken compares in constant time; an empty token never matches.
+func sameToken(a, b string) bool {
+	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// Cookie names: with Secure cookies the __Secure- prefix makes browsers
+// refuse them over plain HTTP. Both are scoped to the admin's path.
+func (s *Server) cookieName(base string) string {
+	if s.cfg.SecureCookies {
+		return "__Secure-" + base
+	}
+	return base
+}
+
+func (s *Server) setCookie(w http.ResponseWriter, base, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name: s.cookieName(base), Value: value, Path: Prefix, MaxAge: maxAge,
+		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// foreign reports a request that did not come from this origin: browsers
+// that send Sec-Fetch-Site are trusted on it (same-origin, or none for a
+// typed URL); otherwise the Origin header, when present, must be this host.
+// ("null", which a sandboxed page sends, is foreign.)
+func foreign(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site != "same-origin" && site != "none"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// handler runs with the session of a current administrator.
+type handler func(w http.ResponseWriter, r *http.Request, sess *session)
+
+// authed requires a live session of an account that is still an enabled
+// administrator, and, for POST, a same-origin request with the CSRF token.
+func (s *Server) authed(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var sess *session
+		if c, err := r.Cookie(s.cookieName("pimail-admin")); err == nil {
+			sess, _ = s.sessions.get(c.Value, s.now())
+		}
+		if sess == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+				return
+			}
+			s.httpError(w, r, http.StatusUnauthorized, "Your session has expired. Please log in again.", nil)
+			return
+		}
+		ok, err := s.stillAdmin(r, sess.accountID)
+		if err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The server could not check your rights.", err)
+			return
+		}
+		if !ok {
+			s.sessions.delete(sess.id)
+			s.httpError(w, r, http.StatusForbidden, "This account is no longer an administrator.", nil)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if foreign(r) {
+				s.httpError(w, r, http.StatusForbidden, "Cross-site request refused.", nil)
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+			if err := r.ParseForm(); err != nil {
+				s.httpError(w, r, http.StatusBadRequest, "The form could not be read.", nil)
+				return
+			}
+			if !sameToken(r.PostFormValue("csrf"), sess.csrf) {
+				s.log.Warn("admin CSRF token mismatch", "remote", clientIP(r), "user", sess.address, "path", r.URL.Path)
+				s.httpError(w, r, http.StatusForbidden, "The form has expired. Go back, reload and try again.", nil)
+				return
+			}
+		}
+		h(w, r, sess)
+	}
+}
+
+// stillAdmin re-reads the account: disabled or unflagged accounts lose access.
+func (s *Server) stillAdmin(r *http.Request, id int64) (bool, error) {
+	ok, err := s.st.IsAdmin(r.Context(), id)
+	if err != nil || !ok {
+		return false, err
+	}
+	acct, err := s.st.AccountByID(r.Context(), id)
+	if err != nil {
+		return false, nil // removed meanwhile
+	}
+	return !acct.Disabled, nil
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	s.renderLogin(w, http.StatusOK, "")
+}
+
+// renderLogin shows the form with a login CSRF token sent both as a cookie
+// and as a field (double submit), so a forged cross-site login fails.
+func (s *Server) renderLogin(w http.ResponseWriter, code int, msg string) {
+	tok := newToken()
+	s.setCookie(w, "pimail-admin-login", tok, 3600)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	if err := s.tmpl.render(w, "login", pageData{Title: "Log in", Host: s.cfg.Hostname, CSRF: tok, Error: msg}); err != nil {
+		s.log.Error("render login", "err", err)
+	}
+}
+
+func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		s.renderLogin(w, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	c, err := r.Cookie(s.cookieName("pimail-admin-login"))
+	if foreign(r) || err != nil || !sameToken(c.Value, r.PostFormValue("csrf")) {
+		s.renderLogin(w, http.StatusForbidden, "The login form expired. Please try again.")
+		return
+	}
+	user := strings.TrimSpace(r.PostFormValue("username"))
+	acct, err := s.authn.Authenticate(r.Context(), user, r.PostFormValue("password"), clientIP(r))
+	switch {
+	case errors.Is(err, auth.ErrRateLimited):
+		s.renderLogin(w, http.StatusTooManyRequests, "Too many failed logins. Please wait and try again later.")
+		return
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		s.renderLogin(w, http.StatusUnauthorized, "Wrong address or password.")
+		return
+	case err != nil:
+		s.log.Error("admin login", "err", err)
+		s.renderLogin(w, http.StatusInternalServerError, "Login is not possible right now.")
+		return
+	}
+	ok, err := s.st.IsAdmin(r.Context(), acct.ID)
+	if err != nil {
+		s.log.Error("admin login", "err", err)
+		s.renderLogin(w, http.StatusInternalServerError, "Login is not possible right now.")
+		return
+	}
+	if !ok {
+		s.log.Warn("admin login refused: not an administrator", "user", acct.Address, "remote", clientIP(r))
+		s.renderLogin(w, http.StatusForbidden, "This account is not an administrator.")
+		return
+	}
+	if old, err := r.Cookie(s.cookieName("pimail-admin")); err == nil {
+		s.sessions.delete(old.Value) // no fixation: always a fresh id
+	}
+	sess := s.sessions.create(acct.ID, acct.Address, s.now())
+	s.setCookie(w, "pimail-admin", sess.id, 0)
+	s.setCookie(w, "pimail-admin-login", "", -1)
+	s.log.Info("admin login", "user", acct.Address, "remote", clientIP(r))
+	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.sessions.delete(sess.id)
+	s.setCookie(w, "pimail-admin", "", -1)
+	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+}

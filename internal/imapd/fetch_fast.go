@@ -1,0 +1,97 @@
+package imapd
+
+import (
+	"context"
+
+	"pimail/internal/imapwire"
+	"pimail/internal/message"
+	"pimail/internal/store"
+)
+
+// envelopeFetcher is implemented by stores that can return envelopes
+// without the MIME structure (store/sqlite does).
+type envelopeFetcher interface {
+	// FetchEnvelopes is Fetch whose Parsed holds only the envelope.
+	FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error)
+}
+
+// headerFetcher is implemented by stores that can return the header of
+// each message (the bytes before its body) in one call, reading only that
+// much of each message.
+type headerFetcher interface {
+	// FetchHeaders is Fetch without Parsed plus headers[i] for metas[i].
+	FetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, headers [][]byte, err error)
+}
+
+// fetchPath is how one FETCH gets its data from the store.
+type fetchPath int
+
+const (
+	pathFull     fetchPath = iota // Fetch (with Parsed when needed) and ReadBlob per message
+	pathEnvelope                  // FetchEnvelopes: ENVELOPE without the MIME tree
+	pathHeader                    // FetchHeaders: sections of the top-level header only
+)
+
+// choosePath picks the cheapest path that has everything the attributes
+// need: a client listing a mailbox asks for ENVELOPE or for the top-level
+// header (BODY.PEEK[HEADER], BODY.PEEK[HEADER.FIELDS (...)], RFC822.HEADER;
+// RFC 9051 §6.4.5) beside the flags and sizes, which every path has.
+func choosePath(atts []imapwire.FetchAtt) fetchPath {
+	env, hdr := false, false
+	for _, a := range atts {
+		switch a.Name {
+		case "UID", "FLAGS", "INTERNALDATE", "RFC822.SIZE", "MODSEQ":
+		case "ENVELOPE":
+			env = true
+		case "RFC822.HEADER":
+			hdr = true
+		case "BODY[]":
+			switch a.Section.Text {
+			case "HEADER", "HEADER.FIELDS", "HEADER.FIELDS.NOT":
+				if len(a.Section.Part) > 0 {
+					return pathFull
+				}
+				hdr = true
+			default:
+				return pathFull
+			}
+		default:
+			return pathFull
+		}
+	}
+	switch {
+	case env && !hdr:
+		return pathEnvelope
+	case hdr && !env:
+		return pathHeader
+	}
+	return pathFull
+}
+
+// fetchMetas returns the metadata of the messages in uids and, on the
+// header path, their headers (nil otherwise).
+func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan) ([]store.MessageMeta, [][]byte, error) {
+	switch plan.path {
+	case pathEnvelope:
+		if f, ok := s.srv.st.(envelopeFetcher); ok {
+			metas, err := f.FetchEnvelopes(s.ctx, mailboxID, uids)
+			return metas, nil, err
+		}
+	case pathHeader:
+		if f, ok := s.srv.st.(headerFetcher); ok {
+			metas, headers, err := f.FetchHeaders(s.ctx, mailboxID, uids)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i := range metas {
+				// The header is all of raw that this FETCH sees:
+				// describe it as the top-level part's header.
+				n := int64(len(headers[i]))
+				metas[i].Parsed = &message.Parsed{Body: &message.Part{BodyStart: n, End: n}}
+			}
+			return metas, headers, nil
+		}
+	}
+	metas, err := s.srv.st.Fetch(s.ctx, mailboxID, uids, store.FetchOptions{Parsed: plan.parsed})
+	return metas, nil, err
+}

@@ -1,0 +1,79 @@
+package imapd
+
+import (
+	"fmt"
+
+	"pimail/internal/store"
+)
+
+// fetchAhead is how many chunks of a FETCH are read from the store while
+// an earlier one is written: one per core of a small machine.
+const fetchAhead = 2
+
+// chunkData is what the store returned for one chunk of a FETCH.
+type chunkData struct {
+	metas   []store.MessageMeta
+	headers [][]byte
+	err     error
+}
+
+// fetchChunks answers FETCH for the view indexes idx, fetchChunk
+// messages at a time. Unless the FETCH changes flags, up to fetchAhead
+// chunks are read from the store (each in its own read transaction)
+// while the current one is formatted and sent, so that reading and
+// writing use all cores. The view is only read, never changed, while
+// reads are outstanding.
+func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
+	v := s.sel
+	mailboxID := v.mb.ID
+	read := func(chunk []int) chunkData {
+		metas, headers, err := s.fetchMetas(mailboxID, v.uidSet(chunk), plan)
+		if err != nil {
+			err = fmt.Errorf("fetch from mailbox %d: %w", mailboxID, err)
+		}
+		return chunkData{metas, headers, err}
+	}
+	var chunks [][]int
+	for start := 0; start < len(idx); start += fetchChunk {
+		chunks = append(chunks, idx[start:min(start+fetchChunk, len(idx))])
+	}
+	ahead := 1
+	if !plan.setSeen {
+		ahead = fetchAhead
+	}
+	pending := make([]chan chunkData, len(chunks))
+	started := 0
+	startReads := func(upto int) {
+		for ; started < min(upto, len(chunks)); started++ {
+			ch := make(chan chunkData, 1)
+			pending[started] = ch
+			c := chunks[started]
+			if ahead == 1 {
+				ch <- read(c) // in line: this FETCH changes the view
+				continue
+			}
+			go func() { ch <- read(c) }()
+		}
+	}
+	drain := func(from int) {
+		for i := from; i < started; i++ {
+			<-pending[i] // let outstanding reads end before the session moves on
+		}
+	}
+	for i, chunk := range chunks {
+		startReads(i + ahead)
+		cur := <-pending[i]
+		err := cur.err
+		if err == nil {
+			err = s.fetchChunk(chunk, plan, cur.metas, cur.headers)
+		}
+		if err == nil {
+			err = s.flush()
+		}
+		if err != nil {
+			drain(i + 1)
+			return err
+		}
+	}
+	return nil
+}
