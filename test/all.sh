@@ -83,6 +83,11 @@ go test -count=1 -timeout "$TEST_TIMEOUT" "${unit[@]}" || status=1
 step "black-box tests"
 go test -count=1 -timeout "$TEST_TIMEOUT" ./test/ || status=1
 
+# Every fuzz target for a few seconds (crashers found earlier run as
+# regression cases in the unit tests above).
+step "fuzz targets"
+PIMAIL_FUZZTIME=${PIMAIL_FUZZTIME:-4s} bash test/fuzz.sh || status=1
+
 step "done"
 if ((status != 0)); then
 	echo "FAIL: see the go test output above"

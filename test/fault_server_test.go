@@ -3,7 +3,6 @@ package blackbox
 import (
 	"flag"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -51,46 +50,6 @@ func withListeners(t *testing.T, names ...string) Listeners {
 		}
 	}
 	return l
-}
-
-// StartWith is Server.Start with the extra listeners turned on. Go's flag
-// package keeps the last value of a repeated flag, so the addresses given
-// here override Start's "" for the same listener.
-//
-// It mirrors Start because Start has no way to pass extra flags; the lead
-// may fold this into server_test.go (an Extra []string field on Server).
-func (s *Server) StartWith(l Listeners) {
-	s.t.Helper()
-	if s.proc != nil {
-		s.t.Fatal("server already running")
-	}
-	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
-		"--smtp", s.SMTP, "--imap", s.IMAP,
-		"--submission", l.Submission, "--submissions", "", "--imaps", "",
-		"--pop3", l.POP3, "--pop3s", "", "--http", l.HTTP, "--https", ""}
-	if s.Config != "" {
-		args = append(args, "--config", s.Config)
-	}
-	p := &serverProc{log: newLogWriter(), exited: make(chan struct{})}
-	p.cmd = exec.Command(pimailBin, args...)
-	p.cmd.Stdout = p.log
-	p.cmd.Stderr = p.log
-	if err := p.cmd.Start(); err != nil {
-		s.t.Fatalf("start pimail serve: %v", err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	s.proc = p
-	select {
-	case <-p.log.ready:
-	case <-p.exited:
-		s.proc = nil
-		s.t.Fatalf("pimail serve exited before ready (%v):\n%s", p.cmd.ProcessState, p.log.tail(8000))
-	case <-time.After(readyTimeout):
-		s.t.Fatalf("pimail serve not ready after %v:\n%s", readyTimeout, p.log.tail(8000))
-	}
 }
 
 // logLines returns the lines of the server's log (its tail) that match re.

@@ -93,15 +93,19 @@ func (s *Server) AddAccounts(locals ...string) []string {
 }
 
 // Start runs `pimail serve` and waits for its ready line.
-func (s *Server) Start() {
+func (s *Server) Start() { s.StartWith(Listeners{}) }
+
+// StartWith is Start with the listeners in l turned on as well (submission,
+// POP3, HTTP); the others stay off.
+func (s *Server) StartWith(l Listeners) {
 	s.t.Helper()
 	if s.proc != nil {
 		s.t.Fatal("server already running")
 	}
 	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
 		"--smtp", s.SMTP, "--imap", s.IMAP,
-		"--submission", "", "--submissions", "", "--imaps", "",
-		"--pop3", "", "--pop3s", "", "--http", "", "--https", ""}
+		"--submission", l.Submission, "--submissions", "", "--imaps", "",
+		"--pop3", l.POP3, "--pop3s", "", "--http", l.HTTP, "--https", ""}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}
