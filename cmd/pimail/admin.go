@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -17,7 +19,7 @@ import (
 func subcommands(noun string, verbs map[string]func(dataDir string, args []string) error, args []string, argsUsage map[string]string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
-		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin"} {
+		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota"} {
 			if _, ok := verbs[v]; ok {
 				fmt.Fprintf(os.Stderr, "  %s %s %s\n", noun, v, argsUsage[v])
 			}
@@ -180,6 +182,7 @@ func cmdAccount(args []string) error {
 		},
 		"admin":   setAdminVerb(addr, true),
 		"unadmin": setAdminVerb(addr, false),
+		"quota":   setQuotaVerb,
 		"list": func(dir string, pos []string) error {
 			return withStore(dir, func(ctx context.Context, st store.Store) error {
 				as, err := st.Accounts(ctx)
@@ -202,7 +205,57 @@ func cmdAccount(args []string) error {
 		"passwd": "(--password PASS | --password-stdin) ADDRESS",
 		"remove": "ADDRESS", "list": "",
 		"admin": "ADDRESS (may use the web admin at /admin/)", "unadmin": "ADDRESS",
+		"quota": "ADDRESS SIZE (e.g. 500M, 2G; 0 is unlimited)",
 	})
+}
+
+// setQuotaVerb sets an account's storage limit (RFC 9208 STORAGE).
+func setQuotaVerb(dir string, pos []string) error {
+	if len(pos) != 2 {
+		return usagef("want ADDRESS and SIZE")
+	}
+	a, err := normalizeAddress(pos[0])
+	if err != nil {
+		return err
+	}
+	n, err := parseSize(pos[1])
+	if err != nil {
+		return usagef("%v", err)
+	}
+	return withStore(dir, func(ctx context.Context, st store.Store) error {
+		if err := st.SetQuota(ctx, a, n); err != nil {
+			return fmt.Errorf("set quota of %s: %w", a, err)
+		}
+		if n == 0 {
+			fmt.Printf("quota of %s: unlimited\n", a)
+		} else {
+			fmt.Printf("quota of %s: %d bytes\n", a, n)
+		}
+		return nil
+	})
+}
+
+// parseSize reads a byte count: digits with an optional binary suffix K,
+// M, G or T (KiB, MiB, …; "B" or "iB" may follow), case-insensitive:
+// "500M", "2G", "1024", "0".
+func parseSize(v string) (int64, error) {
+	s := strings.ToUpper(strings.TrimSpace(v))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
+	shift := 0
+	if s != "" {
+		if i := strings.IndexByte("KMGT", s[len(s)-1]); i >= 0 {
+			shift = 10 * (i + 1)
+			s = s[:len(s)-1]
+		}
+	}
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("invalid size %q: want a number with an optional K, M, G or T suffix", v)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("size %q is too large", v)
+	}
+	return n << shift, nil
 }
 
 // setAdminVerb grants or revokes the web admin.

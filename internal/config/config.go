@@ -36,6 +36,7 @@ type Config struct {
 	Submission Submission `toml:"submission"`
 	Queue      Queue      `toml:"queue"`
 	Auth       Auth       `toml:"auth"`
+	Quota      Quota      `toml:"quota"`
 	AV         AV         `toml:"av"`
 	Log        Log        `toml:"log"`
 }
@@ -122,6 +123,14 @@ type AV struct {
 	ClamdDown        string   `toml:"clamd_down"` // when clamd fails: "defer" (451) or "accept" (tagged)
 }
 
+// Quota says how mail for a full mailbox is refused (limits are set per
+// account with `pimail account quota` or the web admin).
+type Quota struct {
+	// PermanentRefusal answers 552 5.2.2 instead of 452 4.2.2 (RFC 3463):
+	// the sender gives up at once instead of retrying for days.
+	PermanentRefusal bool `toml:"permanent_refusal"`
+}
+
 // Auth configures the authentication checks of inbound mail: SPF (RFC
 // 7208), DKIM (RFC 6376) and DMARC (RFC 7489), reported in an
 // Authentication-Results field (RFC 8601).
@@ -182,6 +191,11 @@ type IMAP struct {
 	// Logins over loopback are always allowed without TLS.
 	AllowInsecureAuth bool     `toml:"allow_insecure_auth"`
 	IdleTimeout       Duration `toml:"idle_timeout"` // RFC 9051 §5.4: at least 30 minutes
+	// Open connections in total and per client (IPv4 address or IPv6
+	// /64; loopback is held only to the total); a negative value turns
+	// a limit off. Over a limit: "* BYE [UNAVAILABLE]".
+	MaxConnections      int `toml:"max_connections"`
+	MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
 }
 
 // POP3 limits.
@@ -192,6 +206,11 @@ type POP3 struct {
 	MaxLineLength     int      `toml:"max_line_length"` // bytes of one command line
 	IdleTimeout       Duration `toml:"idle_timeout"`    // RFC 1939 §3: at least 10 minutes
 	MaxErrors         int      `toml:"max_errors"`      // invalid commands before the session is closed
+	// Open connections in total and per client (IPv4 address or IPv6
+	// /64; loopback is held only to the total); a negative value turns
+	// a limit off. Over a limit: "-ERR [SYS/TEMP]".
+	MaxConnections      int `toml:"max_connections"`
+	MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
 }
 
 // Log settings.
@@ -268,11 +287,17 @@ func Default() Config {
 			MaxLiteralSize: 50 << 20,
 			MaxLineLength:  64 << 10,
 			IdleTimeout:    Duration{30 * time.Minute},
+			// Clients open several connections each (one per watched
+			// mailbox).
+			MaxConnections:      1000,
+			MaxConnectionsPerIP: 20,
 		},
 		POP3: POP3{
-			MaxLineLength: 4096,
-			IdleTimeout:   Duration{10 * time.Minute},
-			MaxErrors:     10,
+			MaxLineLength:       4096,
+			IdleTimeout:         Duration{10 * time.Minute},
+			MaxErrors:           10,
+			MaxConnections:      200,
+			MaxConnectionsPerIP: 10,
 		},
 		Log: Log{Level: "info", Format: "text"},
 	}

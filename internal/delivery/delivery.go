@@ -15,9 +15,11 @@
 //     which weighs the authentication results; a refusal returns a
 //     *RejectError, junk verdicts pick the Junk mailbox, and the verdict
 //     fields are added to the header;
-//  6. store it once for all recipients (one blob, one row per mailbox).
+//  6. the quota of each recipient account (quota.go): accounts without
+//     room are left out, and with none left the message is refused;
+//  7. store it once for all recipients (one blob, one row per mailbox).
 //
-// Later steps (DNSBL, user rules) slot in before 6 without changing the
+// Later steps (DNSBL, user rules) slot in before 7 without changing the
 // callers.
 package delivery
 
@@ -84,6 +86,8 @@ type Pipeline struct {
 	auth Auth
 	// dlog records each delivery for the admin; nil records nothing.
 	dlog *deliverylog.Logger
+	// quotaPermanent makes over-quota refusals 552 (see quota.go).
+	quotaPermanent bool
 }
 
 // WithDeliveryLog records every delivered message in the delivery log.
@@ -166,8 +170,20 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		full = insertHeaders(full, parsed, outcome.headers)
 	}
 
-	// Step 6: one blob, one row per recipient, one group commit.
-	rcpts := outcome.recipients(tgt.accounts)
+	// Step 6: quotas (quota.go): accounts without room are left out;
+	// when none is left, the message is refused.
+	rcpts, uses, refused, err := p.checkQuotas(ctx, outcome.recipients(tgt.accounts), int64(len(full)))
+	if err != nil {
+		return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+	}
+	if len(refused) > 0 {
+		// With nobody left, the caller logs the refusal of the message.
+		p.quotaRefused(ctx, log, env, int64(len(full)), refused, len(rcpts) > 0)
+	}
+	if len(rcpts) == 0 {
+		return nil, fmt.Errorf("deliver %s: %w", env.ID, p.quotaReject("every recipient is over quota"))
+	}
+	// Step 7: one blob, one row per recipient, one group commit.
 	delivered, err := p.st.Deliver(ctx, store.Delivery{
 		Raw:          full,
 		Parsed:       parsed,
@@ -197,6 +213,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 			metrics.MessagesJunk.Inc()
 		}
 	}
+	p.quotaWarn(ctx, log, int64(len(full)), uses)
 	log.Info("delivered", args...)
 	metrics.DeliveryLatency.ObserveSince(start)
 	p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: result,

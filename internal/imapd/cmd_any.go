@@ -26,8 +26,9 @@ func (s *session) capabilities() string {
 		"MOVE", "CHILDREN", "SPECIAL-USE", "LIST-EXTENDED", "LIST-STATUS", "ESEARCH",
 		"STATUS=SIZE", "BINARY", "UTF8=ACCEPT", "CONDSTORE", "QRESYNC", "SEARCHRES",
 		"SORT", "SORT=DISPLAY", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",
-		"COMPRESS=DEFLATE", "CREATE-SPECIAL-USE", "QUOTA",
+		"COMPRESS=DEFLATE", "CREATE-SPECIAL-USE",
 		"APPENDLIMIT="+strconv.FormatInt(s.srv.cfg.MaxLiteralSize, 10))
+	caps = append(caps, s.quotaCapabilities()...) // quota.go
 	return strings.Join(caps, " ")
 }
 

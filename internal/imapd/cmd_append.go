@@ -54,6 +54,9 @@ func cmdAppend(s *session, cmd *command) (string, string, error) {
 		}
 		return "", "", fmt.Errorf("append: %w", err)
 	}
+	if err := s.checkAppendQuota(int64(len(raw))); err != nil { // quota.go
+		return "", "", err
+	}
 	if date.IsZero() {
 		date = time.Now()
 	}

@@ -78,7 +78,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		return nil, err
 	}
 	p := &parts{dlog: deliverylog.New(st, logger, deliverylog.Options{})}
-	pipe := delivery.New(st, dir, logger).WithFilters(filters).WithDeliveryLog(p.dlog)
+	pipe := delivery.New(st, dir, logger).WithFilters(filters).WithDeliveryLog(p.dlog).
+		WithQuotaPermanent(cfg.Quota.PermanentRefusal)
 	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
 	if err != nil {
 		return nil, fmt.Errorf("dns: %w", err)

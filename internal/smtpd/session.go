@@ -119,6 +119,13 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		s.refused(reason, reply, "", "", to)
 		return s.fail(reply)
 	}
+	// A full mailbox refuses its recipient only (RFC 5321 §3.3), so the
+	// others of the transaction still get the message.
+	if err := s.srv.pipe.CheckQuota(s.srv.ctx, to, s.sizeArg); err != nil {
+		reply := deliveryError(err)
+		s.refused(metrics.RejectOther, reply, "", "", to)
+		return s.fail(reply)
+	}
 	s.rcpts = append(s.rcpts, to)
 	return nil
 }

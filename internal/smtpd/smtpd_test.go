@@ -410,3 +410,25 @@ func TestTimeouts(t *testing.T) {
 		t.Fatalf("%d messages stored, want 0", n)
 	}
 }
+
+// TestFullMailboxRefusedAtRCPT: a recipient over its quota gets 452 4.2.2
+// at RCPT, and the other recipients of the transaction get the message.
+func TestFullMailboxRefusedAtRCPT(t *testing.T) {
+	e := newEnv(t, Config{})
+	if err := e.st.SetQuota(context.Background(), "bob@example.com", 1); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, e.addr)
+	c.expect("EHLO client.test", 250)
+	c.expect("MAIL FROM:<sender@remote.test> SIZE=100", 250)
+	if msg := c.expect("RCPT TO:<bob@example.com>", 452); !strings.HasPrefix(msg, "4.2.2 ") {
+		t.Fatalf("full mailbox reply %q, want 4.2.2", msg)
+	}
+	c.expect("RCPT TO:<alice@example.com>", 250)
+	c.expect("DATA", 354)
+	c.send(simpleMessage + ".\r\n")
+	c.expectReply(250, "end of data")
+	if got := e.inbox(t, "alice@example.com"); len(got) != 1 {
+		t.Fatalf("alice got %d messages, want 1", len(got))
+	}
+}

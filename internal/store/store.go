@@ -299,6 +299,9 @@ type Store interface {
 	// AccountAdmin holds the web admin's account flags (see below).
 	AccountAdmin
 
+	// Quotas are the per-account storage limits (see below).
+	Quotas
+
 	// Stats for tests, benchmarks and `pimail status`.
 	Stats(ctx context.Context) (Stats, error)
 
@@ -611,4 +614,32 @@ type AccountAdmin interface {
 	IsAdmin(ctx context.Context, accountID int64) (bool, error)
 	// Admins lists the administrators' addresses, sorted.
 	Admins(ctx context.Context) ([]string, error)
+}
+
+// ---- Quotas: a storage limit per account (RFC 9208) ----
+//
+// An account's usage is the sum of the sizes of all its messages, each
+// mail row counted (a message in two mailboxes counts twice), which is the
+// STORAGE resource of RFC 9208 §5.1 and the sum of the mailboxes' STATUS
+// SIZE. Limits are soft: the store never refuses a write for quota; the
+// callers (delivery, IMAP APPEND) check before writing, so that notices and
+// moves are never lost.
+
+// QuotaNoticeInterval is how often at most an account is sent a notice
+// about its quota.
+const QuotaNoticeInterval = 24 * time.Hour
+
+// Quotas stores the limits and answers the usage.
+type Quotas interface {
+	// SetQuota sets the account's limit in bytes; 0 means unlimited.
+	// ErrNotFound for an unknown address, ErrInvalid for a negative size.
+	SetQuota(ctx context.Context, address string, bytes int64) error
+	// Quota returns the account's limit (0: unlimited) and its usage in
+	// bytes; ErrNotFound for an unknown account. It is one indexed read.
+	Quota(ctx context.Context, accountID int64) (limit, used int64, err error)
+	// ClaimQuotaNotice reports whether a quota notice may be sent to the
+	// account now: true when none was claimed in the QuotaNoticeInterval
+	// before now, and then now is recorded in the same transaction, so
+	// concurrent callers get true once.
+	ClaimQuotaNotice(ctx context.Context, accountID int64, now time.Time) (bool, error)
 }

@@ -165,6 +165,37 @@ CREATE INDEX delivery_log_remote_ip ON delivery_log(remote_ip);
 
 ALTER TABLE accounts ADD COLUMN is_admin INTEGER NOT NULL DEFAULT 0;
 `,
+	// 4: quotas (quota.go, RFC 9208). used_bytes is a counter of the sizes
+	// of the account's mail rows, kept by triggers in the transaction that
+	// inserts or deletes the row, so that every write path (deliver,
+	// append, copy, move, expunge, mailbox and account removal) keeps it
+	// and Quota is one primary-key read instead of a join over every
+	// message of the account. quota_notice is when the last quota notice
+	// was sent (Unix seconds, 0 never).
+	`
+ALTER TABLE accounts ADD COLUMN quota_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN used_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE accounts ADD COLUMN quota_notice INTEGER NOT NULL DEFAULT 0;
+
+UPDATE accounts SET used_bytes = coalesce((SELECT sum(b.size)
+	FROM mailboxes mb JOIN mail m ON m.mailbox_id = mb.id JOIN blobs b ON b.id = m.blob_id
+	WHERE mb.account_id = accounts.id), 0);
+
+CREATE TRIGGER mail_usage_insert AFTER INSERT ON mail BEGIN
+	UPDATE accounts SET used_bytes = used_bytes + (SELECT size FROM blobs WHERE id = NEW.blob_id)
+	WHERE id = (SELECT account_id FROM mailboxes WHERE id = NEW.mailbox_id);
+END;
+CREATE TRIGGER mail_usage_delete AFTER DELETE ON mail BEGIN
+	UPDATE accounts SET used_bytes = used_bytes - (SELECT size FROM blobs WHERE id = OLD.blob_id)
+	WHERE id = (SELECT account_id FROM mailboxes WHERE id = OLD.mailbox_id);
+END;
+CREATE TRIGGER mail_usage_update AFTER UPDATE OF mailbox_id, blob_id ON mail BEGIN
+	UPDATE accounts SET used_bytes = used_bytes - (SELECT size FROM blobs WHERE id = OLD.blob_id)
+	WHERE id = (SELECT account_id FROM mailboxes WHERE id = OLD.mailbox_id);
+	UPDATE accounts SET used_bytes = used_bytes + (SELECT size FROM blobs WHERE id = NEW.blob_id)
+	WHERE id = (SELECT account_id FROM mailboxes WHERE id = NEW.mailbox_id);
+END;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

@@ -1,0 +1,60 @@
+package imapd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestQuotaWithLimit: GETQUOTAROOT and GETQUOTA report STORAGE in KiB
+// (RFC 9208 §5.1), QUOTA=RES-STORAGE is advertised, and an APPEND that
+// would go over the limit is NO [OVERQUOTA] while a smaller one passes.
+func TestQuotaWithLimit(t *testing.T) {
+	e := newTestEnv(t, Config{})
+	ctx := context.Background()
+	if err := e.st.SetQuota(ctx, e.acct.Address, 10*1024); err != nil {
+		t.Fatal(err)
+	}
+	msg := "Subject: q\r\n\r\n" + strings.Repeat("x", 3000) + "\r\n"
+	e.deliver("INBOX", msg) // 3017 bytes: 3 KiB rounded up
+	r := e.raw()
+	r.login()
+	if res := r.cmd("c", "CAPABILITY"); !strings.Contains(res[0], " QUOTA ") || !strings.Contains(res[0], " QUOTA=RES-STORAGE") {
+		t.Fatalf("capability: %q", res)
+	}
+	res := r.cmd("q", "GETQUOTAROOT INBOX")
+	if len(res) != 3 || res[0] != `* QUOTAROOT INBOX ""` || res[1] != `* QUOTA "" (STORAGE 3 10)` {
+		t.Fatalf("GETQUOTAROOT: %q", res)
+	}
+	// Two more copies fit (9051 bytes), a third would not.
+	for i := range 2 {
+		res := r.cmd(fmt.Sprintf("a%d", i), fmt.Sprintf("APPEND Archive {%d+}\r\n%s", len(msg), msg))
+		if l := last(res); !strings.HasPrefix(l, fmt.Sprintf("a%d OK [APPENDUID ", i)) {
+			t.Fatalf("APPEND under quota: %q", res)
+		}
+	}
+	if res := r.cmd("g", `GETQUOTA ""`); len(res) != 2 || res[0] != `* QUOTA "" (STORAGE 9 10)` {
+		t.Fatalf("GETQUOTA: %q", res)
+	}
+	res = r.cmd("o", fmt.Sprintf("APPEND INBOX {%d+}\r\n%s", len(msg), msg))
+	if l := last(res); !strings.HasPrefix(l, "o NO [OVERQUOTA] ") {
+		t.Fatalf("APPEND over quota: %q", res)
+	}
+	if res := r.cmd("s", "STATUS INBOX (MESSAGES)"); res[0] != "* STATUS INBOX (MESSAGES 1)" {
+		t.Fatalf("the refused APPEND stored something: %q", res)
+	}
+	// Lifting the limit: an empty resource list, no RES-STORAGE.
+	if err := e.st.SetQuota(ctx, e.acct.Address, 0); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.cmd("g2", `GETQUOTA ""`); res[0] != `* QUOTA "" ()` {
+		t.Fatalf("GETQUOTA without a limit: %q", res)
+	}
+	if res := r.cmd("c2", "CAPABILITY"); strings.Contains(res[0], "QUOTA=RES-") {
+		t.Fatalf("capability without a limit: %q", res)
+	}
+	if l := last(r.cmd("o2", fmt.Sprintf("APPEND INBOX {%d+}\r\n%s", len(msg), msg))); !strings.HasPrefix(l, "o2 OK") {
+		t.Fatalf("APPEND without a limit: %q", l)
+	}
+}
