@@ -80,12 +80,15 @@ pimap="127.0.0.1:$(free_port)"
 # start_pimail [PREFIX...]: starts pimail on the data dir, behind PREFIX
 # (e.g. taskset), and waits for "pimail: ready".
 start_pimail() {
+	echo "--- pimail start: $*" >>"$tmp/server.log"
+	local from
+	from=$(wc -l <"$tmp/server.log")
 	"$@" "$tmp/pimail" serve --data "$data" --hostname mail.bench.test --smtp "$psmtp" --imap "$pimap" \
 		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" \
 		2>>"$tmp/server.log" &
 	pid=$!
 	for _ in $(seq 300); do
-		grep -q 'pimail: ready' "$tmp/server.log" && return 0
+		tail -n +"$from" "$tmp/server.log" | grep -q 'pimail: ready' && return 0
 		kill -0 "$pid" 2>/dev/null || { cat "$tmp/server.log"; echo "pimail exited"; exit 1; }
 		sleep 0.1
 	done
@@ -95,17 +98,23 @@ start_pimail() {
 : >"$tmp/server.log"
 start_pimail env
 
-echo "setting up the Postfix + Dovecot peer ($PEER)"
-if postfix -c "$PEER/run/postfix" status >/dev/null 2>&1 ||
-	{ [[ -f $PEER/run/dovecot-base/master.pid ]] && kill -0 "$(cat "$PEER/run/dovecot-base/master.pid")" 2>/dev/null; }; then
-	echo "the peer is already running (someone else's run?): stop it first" >&2
-	exit 1
+peer_pids=""
+if want closed || want burst || want spaced || want bounce || want rcpt; then
+	echo "setting up the Postfix + Dovecot peer ($PEER)"
+	if postfix -c "$PEER/run/postfix" status >/dev/null 2>&1 ||
+		{ [[ -f $PEER/run/dovecot-base/master.pid ]] && kill -0 "$(cat "$PEER/run/dovecot-base/master.pid")" 2>/dev/null; }; then
+		echo "the peer is already running (someone else's run?): stop it first" >&2
+		exit 1
+	fi
+	"$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
+	"$PEER/reset-mail.sh" >/dev/null
+	"$PEER/start.sh" >/dev/null
+	peer_started=1
+	peer_pids=$("$PEER/pids.sh")
+	# Warm both (first connections, caches), not recorded.
+	"$tmp/smtpload" -smtp "$psmtp" -users "$users" -n 100 -conns 10 >/dev/null
+	"$tmp/smtpload" -smtp 127.0.0.1:2025 -users "$users" -n 100 -conns 10 >/dev/null
 fi
-"$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
-"$PEER/reset-mail.sh" >/dev/null
-"$PEER/start.sh" >/dev/null
-peer_started=1
-peer_pids=$("$PEER/pids.sh")
 
 common=(-corpus "$CORPUS" -imap-pass benchpass -json "$OUT")
 pim() { "$tmp/smtpload" -smtp "$psmtp" -imap "$pimap" -pids "$pid" "${common[@]}" "$@"; }
@@ -122,13 +131,9 @@ both() {
 {
 	echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(free -g | awk '/Mem:/ {print $2}') GB RAM"
-	echo "go:      $(go version | cut -d' ' -f3); peer: $(postconf -d mail_version 2>/dev/null | cut -d' ' -f3) / dovecot $(dovecot --version 2>/dev/null | cut -d' ' -f1)"
+	echo "go:      $(go version | cut -d' ' -f3); peer: postfix $(postconf -d mail_version 2>/dev/null | cut -d' ' -f3) / dovecot $(dovecot --version 2>/dev/null | cut -d' ' -f1)"
 	echo "results: $OUT"
 }
-
-# Warm both (first connections, caches), not recorded.
-"$tmp/smtpload" -smtp "$psmtp" -users "$users" -n 100 -conns 10 >/dev/null
-"$tmp/smtpload" -smtp 127.0.0.1:2025 -users "$users" -n 100 -conns 10 >/dev/null
 
 for rep in $(seq "$REPS"); do
 	echo "### repetition $rep of $REPS"
@@ -175,18 +180,20 @@ fi
 # Pi class: pimail alone on one core with a Pi's memory budget.
 if want pi; then
 	stop_pimail
-	"$PEER/stop.sh" >/dev/null
-	peer_started=0
+	if ((peer_started)); then
+		"$PEER/stop.sh" >/dev/null
+		peer_started=0
+	fi
 	start_pimail env GOMAXPROCS=1 GOMEMLIMIT=256MiB taskset -c 0
 	# env and taskset exec pimail: $pid is pimail's own PID.
 	for rep in $(seq "$REPS"); do
 		echo "== pi-class (taskset -c 0, GOMAXPROCS=1, GOMEMLIMIT=256MiB), repetition $rep  (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
-		pim -label "pi/burst-8k" -users user3@bench.test -n 50 -conns 10 -watch -imap-poll 10ms | grep -v '^{'
-		pim -label "pi/burst-64k" -users user3@bench.test -n 50 -conns 10 -size 65536 -watch -imap-poll 10ms | grep -v '^{'
-		pim -label "pi/closed-50" -users "$users" -conns 50 -duration "${DUR}s" | grep -v '^{'
+		pim -label "pi/burst-8k" -users user3@bench.test -n 50 -conns 10 -watch -imap-poll 10ms | grep -v '^{' || echo pi/burst-8k failed
+		pim -label "pi/burst-64k" -users user3@bench.test -n 50 -conns 10 -size 65536 -watch -imap-poll 10ms | grep -v '^{' || echo pi/burst-64k failed
+		pim -label "pi/closed-50" -users "$users" -conns 50 -duration "${DUR}s" | grep -v '^{' || echo pi/closed-50 failed
 	done
 	echo "== pi-class spaced: 50 x 8 KiB 1 s apart"
-	pim -label "pi/spaced-8k" -users user3@bench.test -n 50 -conns 10 -interval 1s -watch -imap-poll 10ms | grep -v '^{'
+	pim -label "pi/spaced-8k" -users user3@bench.test -n 50 -conns 10 -interval 1s -watch -imap-poll 10ms | grep -v '^{' || echo pi/spaced-8k failed
 fi
 
 echo

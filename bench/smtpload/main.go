@@ -207,11 +207,12 @@ func run(cfg *config) (*report, error) {
 		loadCtx, c = context.WithTimeout(ctx, cfg.duration)
 		defer c()
 	}
+	cpu0 := selfCPU()
 	t0 := time.Now()
 	runLoad(loadCtx, cfg, text, res)
 	sent := time.Since(t0)
 
-	rep := &report{sendTime: sent}
+	rep := &report{sendTime: sent, clientCPU0: cpu0}
 	if cfg.watch {
 		deadline := time.Now().Add(cfg.wait)
 		for res.unseen(watched) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {

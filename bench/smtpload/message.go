@@ -159,8 +159,8 @@ func (t *textSource) buildMessage(runID string, seq, size int, from string, to [
 	return msg
 }
 
-// messageID is the Message-ID of message seq of a run; parseMessageID is
-// its inverse.
+// messageID is the Message-ID of message seq of a run; the watcher
+// matches it (watch.go, idRe).
 func messageID(runID string, seq int) string {
 	return fmt.Sprintf("<sl-%s-%d@smtpload.bench>", runID, seq)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -47,6 +48,7 @@ type report struct {
 	PeakRSSMiB     float64 `json:"peak_pss_mib"`
 	Procs          int     `json:"procs"`
 	SettleSec      float64 `json:"settle_s"`
+	ClientCPUSec   float64 `json:"client_cpu_s"`
 
 	Errors map[string]int `json:"errors,omitempty"`
 
@@ -57,6 +59,18 @@ type report struct {
 	written  int64
 	peakRSS  int64
 	procs    int
+	// clientCPU0 is this process's CPU at the start: the load generator
+	// shares the machine with the server, and its cost is reported too.
+	clientCPU0 float64
+}
+
+// selfCPU returns this process's user+system CPU seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -90,6 +104,7 @@ func (rep *report) fill(cfg *config, res *results, t0 time.Time) {
 	rep.CPUSec, rep.WrittenBytes, rep.Procs = rep.cpu, rep.written, rep.procs
 	rep.PeakRSSMiB = float64(rep.peakRSS) / (1 << 20)
 	rep.SettleSec = rep.settled.Seconds()
+	rep.ClientCPUSec = selfCPU() - rep.clientCPU0
 	if res.nAccepted > 0 {
 		rep.CPUPerGoodMS = rep.cpu * 1000 / float64(res.nAccepted)
 		rep.WrittenPerGood = float64(rep.written) / float64(res.nAccepted)
@@ -128,6 +143,7 @@ func (rep *report) emit(cfg *config, w io.Writer) error {
 			rep.Seen, rep.Unseen, rep.E2Ep50ms, rep.E2Ep99ms, rep.E2EMeanMS, rep.DeliveredRate, rep.DrainSec)
 	}
 	if len(cfg.pids) > 0 {
+		fmt.Fprintf(w, "#   client (smtpload) cpu %.2fs\n", rep.ClientCPUSec)
 		fmt.Fprintf(w, "#   server: cpu %.2fs (%.3f ms/good msg), written %.1f MB (%.0f B/good msg), peak PSS %.1f MiB over %d procs, settle %.1fs\n",
 			rep.CPUSec, rep.CPUPerGoodMS, float64(rep.WrittenBytes)/1e6, rep.WrittenPerGood, rep.PeakRSSMiB, rep.Procs, rep.SettleSec)
 	}
