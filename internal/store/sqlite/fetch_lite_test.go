@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -124,6 +125,18 @@ func TestFetchLite(t *testing.T) {
 			t.Errorf("uid %d: header %q, want %q", m.UID, headers[i], want)
 		}
 	}
+	// Again, now from the cache: the same answers.
+	envs2, err := s.FetchEnvelopes(ctx, mb.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas2, headers2, err := s.FetchHeaders(ctx, mb.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(envs2, envs) || !reflect.DeepEqual(metas2, metas) || !reflect.DeepEqual(headers2, headers) {
+		t.Error("the cached answers differ from the first ones")
+	}
 	one := store.UIDSet{{Start: full[1].UID, Stop: full[1].UID}}
 	if m, h, err := s.FetchHeaders(ctx, mb.ID, one); err != nil || len(m) != 1 || len(h) != 1 || m[0].UID != full[1].UID {
 		t.Errorf("FetchHeaders of one UID: %d metas, %v", len(m), err)
@@ -172,5 +185,28 @@ func TestLiteDecodersTruncated(t *testing.T) {
 		if v, ok := jsonMember(pj[:n], "env"); ok {
 			fastEnvelope(v, &env)
 		}
+	}
+}
+
+// TestLiteCacheTrim checks that the fetch cache stays within its budget
+// and keeps serving what it holds.
+func TestLiteCacheTrim(t *testing.T) {
+	c := &liteCache{env: map[string]*message.Envelope{}, bs: map[string]int64{}}
+	e := &message.Envelope{Subject: string(make([]byte, 4000))}
+	for i := range 2 * liteCacheBytes / 4000 {
+		c.putEnvelope(fmt.Sprintf("%064d", i), e)
+		c.putBodyStart(fmt.Sprintf("%064d", i), int64(i))
+		if c.bytes > liteCacheBytes {
+			t.Fatalf("cache holds %d bytes, over its budget of %d", c.bytes, liteCacheBytes)
+		}
+	}
+	if len(c.env) == 0 || len(c.env) > liteCacheBytes/4000 {
+		t.Errorf("%d envelopes cached", len(c.env))
+	}
+	for sha, n := range c.bs {
+		if got, ok := c.bodyStart(sha); !ok || got != n {
+			t.Fatalf("cached header size of %s: %d %v, want %d", sha, got, ok, n)
+		}
+		break
 	}
 }
