@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -11,11 +12,13 @@ import (
 	"time"
 )
 
-// floodConfig lifts the SMTP total-connection limit (300 by default) above
-// the flood size, so the test measures what 1,000 open sessions cost
-// rather than the refusal of the 301st; loopback clients are exempt from
-// the per-IP limits, which the server's unit tests cover.
-const floodConfig = "[smtp]\nmax_connections = 5000\n[spam]\nenabled = false\n"
+// floodConfig lifts the total-connection limits (SMTP 300, IMAP 1,000,
+// POP3 200 by default) above the flood size, so the test measures what
+// 1,000 open sessions cost rather than the refusal of the 301st; loopback
+// clients are exempt from the per-IP limits, which the servers' unit
+// tests cover. TestFloodConnectionLimits checks the limits themselves.
+const floodConfig = "[smtp]\nmax_connections = 5000\n[imap]\nmax_connections = 5000\n" +
+	"[pop3]\nmax_connections = 5000\n[spam]\nenabled = false\n"
 
 // raiseNoFile lifts this process's open-file limit to its hard limit (the
 // server, started later, inherits it) and skips when that is below need.
@@ -179,4 +182,96 @@ func TestFloodIdleConnections(t *testing.T) {
 	closeAll(popConns)
 	lat = probe(t, srv, l, user)
 	t.Logf("probe latency after the flood: %v", lat)
+}
+
+// TestFloodConnectionLimits opens more IMAP and POP3 connections than
+// their configured total limits: the connections over the limit get
+// "* BYE [UNAVAILABLE]" (RFC 9051 §7.1) or "-ERR [SYS/TEMP]" (RFC 3206)
+// and are closed at once, the admitted ones stay usable, and once the
+// flood closes an ordinary client is served again. (The per-address
+// limits do not apply to loopback clients; the unit tests of
+// internal/imapd and internal/pop3d cover them.)
+func TestFloodConnectionLimits(t *testing.T) {
+	const imapMax, popMax = 40, 20
+	extra := pick(60, 400)
+	raiseNoFile(t, uint64(imapMax+popMax+2*extra)*2+200)
+	srv := NewServer(t, fmt.Sprintf("[imap]\nmax_connections = %d\n[pop3]\nmax_connections = %d\n[spam]\nenabled = false\n", imapMax, popMax))
+	user := srv.AddAccounts("limited")[0]
+	l := withListeners(t, "pop3")
+	srv.StartWith(l)
+	for _, c := range []struct {
+		proto, addr, ok, refused string
+		max                      int
+	}{
+		{"imap", srv.IMAP, "* OK", "* BYE [UNAVAILABLE] too many connections\r\n", imapMax},
+		{"pop3", l.POP3, "+OK", "-ERR [SYS/TEMP] too many connections\r\n", popMax},
+	} {
+		held := openIdle(t, c.addr, c.max, c.ok)
+		start := time.Now()
+		refused := 0
+		for i := range extra {
+			conn, err := dialFrom(i, c.addr)
+			if err != nil {
+				t.Fatalf("%s: dial over the limit: %v", c.proto, err)
+			}
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			r := bufio.NewReader(conn)
+			line, err := r.ReadString('\n')
+			if err != nil || line != c.refused {
+				conn.Close()
+				t.Fatalf("%s connection %d over the limit of %d: %q %v", c.proto, i+1, c.max, line, err)
+			}
+			if _, err := r.ReadByte(); err == nil {
+				t.Fatalf("%s: refused connection not closed", c.proto)
+			}
+			conn.Close()
+			refused++
+		}
+		t.Logf("%s: %d held, %d more refused in %v", c.proto, c.max, refused, time.Since(start).Round(time.Millisecond))
+		// The admitted connections still work.
+		_ = held[0].SetDeadline(time.Now().Add(10 * time.Second))
+		cmd, want := "n1 NOOP\r\n", "n1 OK"
+		if c.proto == "pop3" {
+			cmd, want = "CAPA\r\n", "+OK"
+		}
+		if _, err := held[0].Write([]byte(cmd)); err != nil {
+			t.Fatalf("%s: held connection: %v", c.proto, err)
+		}
+		r := bufio.NewReader(held[0])
+		var line string
+		for range 10 {
+			var err error
+			if line, err = r.ReadString('\n'); err != nil || strings.HasPrefix(line, want) {
+				break
+			}
+		}
+		if !strings.HasPrefix(line, want) {
+			t.Fatalf("%s: held connection answered %q", c.proto, line)
+		}
+		closeAll(held)
+	}
+	// Slots come back when the flood closes (the server notices each
+	// close on its next read, at once for idle sessions).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", l.POP3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if strings.HasPrefix(line, "+OK") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pop3 still refused 20 s after the flood closed: %q", line)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	lat := probe(t, srv, l, user)
+	t.Logf("probe latency after the flood: %v", lat)
+	if n := len(srv.logLines(regexp.MustCompile(`connection refused: server connection limit`))); n == 0 {
+		t.Error("no refusal logged")
+	}
 }

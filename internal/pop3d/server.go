@@ -16,8 +16,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -53,6 +55,15 @@ const (
 	storeTimeout = time.Minute
 	// handshakeTimeout bounds the STLS handshake.
 	handshakeTimeout = time.Minute
+	// DefaultMaxConnections and DefaultMaxConnectionsPerIP bound the open
+	// connections in total and per client address (an IPv4 address or an
+	// IPv6 /64). A POP3 client holds one connection at a time (the
+	// maildrop lock refuses a second session anyway).
+	DefaultMaxConnections      = 200
+	DefaultMaxConnectionsPerIP = 10
+	// rejectTimeout bounds writing the refusal to a connection over a
+	// limit (and the TLS handshake before it on an implicit-TLS port).
+	rejectTimeout = 5 * time.Second
 )
 
 // Config configures the POP3 server; the zero value is usable.
@@ -80,6 +91,14 @@ type Config struct {
 	// MaxErrors is the number of invalid commands (unknown, malformed,
 	// wrong state, too long) after which a session is closed.
 	MaxErrors int
+	// MaxConnections bounds the open connections over all listeners;
+	// 0 means DefaultMaxConnections, a negative value no limit.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections of one client
+	// address (IPv4 address or IPv6 /64); loopback clients are held only
+	// to MaxConnections. 0 means DefaultMaxConnectionsPerIP, a negative
+	// value no limit.
+	MaxConnectionsPerIP int
 }
 
 func (c Config) withDefaults() Config {
@@ -100,6 +119,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxErrors <= 0 {
 		c.MaxErrors = DefaultMaxErrors
 	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
 	return c
 }
 
@@ -118,6 +143,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]struct{}
 	wg        sync.WaitGroup
+	limits    *connLimiter
 }
 
 // New returns a server; call Serve for each listener.
@@ -126,8 +152,10 @@ func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg = cfg.withDefaults()
 	return &Server{
-		cfg:       cfg.withDefaults(),
+		cfg:       cfg,
+		limits:    newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP),
 		st:        st,
 		authn:     authn,
 		log:       logger,
@@ -170,13 +198,20 @@ func (s *Server) Serve(ln net.Listener) error {
 			return fmt.Errorf("pop3 accept: %w", err)
 		}
 		delay = 0
+		key, exempt := clientKeyOf(c.RemoteAddr())
+		if over := s.limits.acquire(key, exempt); over != "" {
+			s.refuse(c, key, over)
+			continue
+		}
 		if !s.track(c) {
+			s.limits.release(key)
 			c.Close()
 			return nil
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.limits.release(key)
 			defer s.untrack(c)
 			newSession(s, c).run()
 		}()
@@ -258,4 +293,94 @@ func (t *lockTable) release(accountID int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.held, accountID)
+}
+
+// tooManyConns is the answer, in place of the greeting, to a connection
+// over a limit.
+const tooManyConns = "-ERR [SYS/TEMP] too many connections\r\n"
+
+// refuse answers a connection over a limit and closes it, in its own
+// goroutine (on an implicit-TLS port the write runs the handshake) within
+// rejectTimeout.
+func (s *Server) refuse(c net.Conn, key netip.Prefix, over string) {
+	if over == overTotalLimit {
+		s.log.Warn("connection refused: server connection limit", "remote", c.RemoteAddr().String(), "limit", s.cfg.MaxConnections)
+	} else {
+		s.log.Info("connection refused: per-address connection limit", "remote", c.RemoteAddr().String(), "client", key.String(), "limit", s.cfg.MaxConnectionsPerIP)
+	}
+	go func() {
+		_ = c.SetDeadline(time.Now().Add(rejectTimeout))
+		_, _ = io.WriteString(c, tooManyConns)
+		c.Close()
+	}()
+}
+
+// Reasons connLimiter.acquire gives for a refusal.
+const (
+	overTotalLimit  = "total"
+	overClientLimit = "per-address"
+)
+
+// connLimiter counts open connections in total and per client key.
+type connLimiter struct {
+	maxTotal, maxPerClient int // <= 0: no limit
+	mu                     sync.Mutex
+	total                  int
+	open                   map[netip.Prefix]int
+}
+
+func newConnLimiter(maxTotal, maxPerClient int) *connLimiter {
+	return &connLimiter{maxTotal: maxTotal, maxPerClient: maxPerClient, open: map[netip.Prefix]int{}}
+}
+
+// acquire counts a new connection from key open, or returns which limit
+// refuses it. An exempt (loopback) client is held only to the total.
+func (l *connLimiter) acquire(key netip.Prefix, exempt bool) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxTotal > 0 && l.total >= l.maxTotal {
+		return overTotalLimit
+	}
+	if !exempt && l.maxPerClient > 0 && l.open[key] >= l.maxPerClient {
+		return overClientLimit
+	}
+	l.total++
+	l.open[key]++
+	return ""
+}
+
+// release gives back a connection acquire counted.
+func (l *connLimiter) release(key netip.Prefix) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if n := l.open[key] - 1; n > 0 {
+		l.open[key] = n
+	} else {
+		delete(l.open, key)
+	}
+}
+
+// clientKeyOf returns the unit the per-address limit counts, an IPv4
+// address or the /64 of an IPv6 address (one subscriber holds a whole
+// /64), and whether the client is exempt from that limit (loopback).
+// Addresses that are not IP (tests with pipes) share one zero key.
+func clientKeyOf(a net.Addr) (netip.Prefix, bool) {
+	var ip netip.Addr
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		ip, _ = netip.AddrFromSlice(tcp.IP)
+	} else if a != nil {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			ip = ap.Addr()
+		}
+	}
+	ip = ip.Unmap()
+	if !ip.IsValid() {
+		return netip.Prefix{}, false
+	}
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p, ip.IsLoopback()
+	}
+	return netip.PrefixFrom(ip, ip.BitLen()), ip.IsLoopback()
 }

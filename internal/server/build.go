@@ -147,6 +147,9 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		MaxLineLength:     cfg.IMAP.MaxLineLength,
 		MaxLiteralSize:    cfg.IMAP.MaxLiteralSize,
 		IdleTimeout:       cfg.IMAP.IdleTimeout.Duration,
+
+		MaxConnections:      cfg.IMAP.MaxConnections,
+		MaxConnectionsPerIP: cfg.IMAP.MaxConnectionsPerIP,
 	}, st, authn, logger.With("proto", "imap"))
 	if filters.Spam != nil {
 		// Moving mail into or out of Junk over IMAP trains the account's model.
@@ -160,6 +163,9 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		MaxLineLength:     cfg.POP3.MaxLineLength,
 		IdleTimeout:       cfg.POP3.IdleTimeout.Duration,
 		MaxErrors:         cfg.POP3.MaxErrors,
+
+		MaxConnections:      cfg.POP3.MaxConnections,
+		MaxConnectionsPerIP: cfg.POP3.MaxConnectionsPerIP,
 	}, st, authn, logger.With("proto", "pop3"))
 	metrics.WatchStore(st, 30*time.Second)
 	auto := autoconfig.New(autoconfig.Config{

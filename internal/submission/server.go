@@ -169,6 +169,10 @@ func New(cfg Config, d Deps) (*Server, error) {
 
 // Serve accepts plain connections that may upgrade with STARTTLS (587).
 func (s *Server) Serve(ln net.Listener) error {
+	return s.serve(guardListener{ln})
+}
+
+func (s *Server) serve(ln net.Listener) error {
 	if err := s.smtp.Serve(ln); err != nil && !errors.Is(err, smtp.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("submission: serve %s: %w", ln.Addr(), err)
 	}
@@ -177,7 +181,8 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // ServeTLS accepts implicit-TLS connections (465, RFC 8314 §3.3).
 func (s *Server) ServeTLS(ln net.Listener) error {
-	return s.Serve(tls.NewListener(ln, s.cfg.TLS.Clone()))
+	// The guard goes under TLS: go-smtp must see the *tls.Conn itself.
+	return s.serve(tls.NewListener(guardListener{ln}, s.cfg.TLS.Clone()))
 }
 
 // Close stops every listener and connection.
