@@ -273,6 +273,11 @@ func (s *session) dispatch(c *imapwire.Command) result {
 			// space is freed; nothing was stored.
 			s.log.Warn("imap command failed: no space left", "cmd", cmd.name, "err", err)
 			res = result{status: "NO", code: "OVERQUOTA", text: "insufficient storage on the server, try again later"}
+		} else if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			// The client went away mid-command (e.g. during IDLE): not
+			// a server fault, and there is no one left to answer.
+			s.log.Info("imap client left during a command", "cmd", cmd.name, "err", err)
+			res = result{status: "NO", text: "connection closed"}
 		} else {
 			s.log.Error("imap command failed", "cmd", cmd.name, "err", err)
 			res = result{status: "NO", code: "SERVERBUG", text: "internal error"}
