@@ -33,8 +33,18 @@ for t in "${targets[@]}"; do
 	fi
 	printf '=== %s %s (%s)\n' "$dir" "$name" "$FUZZTIME"
 	ran=$((ran + 1))
-	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$dir" 2>&1 | tail -n 20; then
-		failed+=("$dir $name")
+	out=$(go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 2s "$dir" 2>&1) && ok=1 || ok=0
+	printf '%s\n' "$out" | tail -n 20
+	if ((!ok)); then
+		# Go's fuzzing engine can stop with "context deadline exceeded" when
+		# -fuzztime ends while it is still handling a new input; that is the
+		# engine, not a finding: a finding always writes its input to
+		# testdata ("Failing input written to"). Count only findings.
+		if [[ $out == *"context deadline exceeded"* && $out != *"Failing input written to"* ]]; then
+			echo "(engine stopped at the deadline without a finding: not a failure)"
+		else
+			failed+=("$dir $name")
+		fi
 	fi
 done
 
