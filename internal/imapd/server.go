@@ -19,15 +19,11 @@ package imapd
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/netip"
-	"sync"
 	"time"
 
+	"pimail/internal/netserve"
 	"pimail/internal/store"
 )
 
@@ -58,9 +54,6 @@ const (
 	// watched mailbox), hence the generous per-address default.
 	DefaultMaxConnections      = 1000
 	DefaultMaxConnectionsPerIP = 20
-	// rejectTimeout bounds writing the refusal to a connection over a
-	// limit (and the TLS handshake before it on an implicit-TLS port).
-	rejectTimeout = 5 * time.Second
 )
 
 // Config configures the IMAP server; the zero value is usable.
@@ -122,12 +115,7 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu        sync.Mutex
-	closed    bool
-	listeners map[net.Listener]struct{}
-	conns     map[net.Conn]struct{}
-	wg        sync.WaitGroup
-	limits    *connLimiter
+	net *netserve.Server // accept loop, connection limits, Close
 }
 
 // New returns a server; call Serve for each listener.
@@ -137,205 +125,25 @@ func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg = cfg.withDefaults()
-	return &Server{
-		cfg:       cfg,
-		limits:    newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP),
-		st:        st,
-		authn:     authn,
-		log:       logger,
-		ctx:       ctx,
-		cancel:    cancel,
-		listeners: map[net.Listener]struct{}{},
-		conns:     map[net.Conn]struct{}{},
-	}
+	s := &Server{cfg: cfg, st: st, authn: authn, log: logger, ctx: ctx, cancel: cancel}
+	s.net = netserve.New(netserve.Config{
+		Name: "imap", MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,
+		Refusal: tooManyConns, Logger: logger,
+	}, func(c net.Conn) { newSession(s, c).run() })
+	return s
 }
 
 // Serve accepts connections on ln until Close, one goroutine per
 // connection. It returns nil after Close.
-func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return net.ErrClosed
-	}
-	s.listeners[ln] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.listeners, ln)
-		s.mu.Unlock()
-	}()
-	var delay time.Duration
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if s.isClosed() {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			return fmt.Errorf("imap accept: %w", err)
-		}
-		delay = 0
-		key, exempt := clientKeyOf(c.RemoteAddr())
-		if over := s.limits.acquire(key, exempt); over != "" {
-			s.refuse(c, key, over)
-			continue
-		}
-		if !s.track(c) {
-			s.limits.release(key)
-			c.Close()
-			return nil
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer s.limits.release(key)
-			defer s.untrack(c)
-			newSession(s, c).run()
-		}()
-	}
-}
-
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
-func (s *Server) track(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Server) untrack(c net.Conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.conns, c)
-}
+func (s *Server) Serve(ln net.Listener) error { return s.net.Serve(ln) }
 
 // Close stops all listeners and ends all sessions, then waits (bounded)
 // for the session goroutines.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
 	s.cancel()
-	for ln := range s.listeners {
-		ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		s.log.Warn("imap sessions still running after close")
-	}
-	return nil
+	return s.net.Close()
 }
 
 // tooManyConns is the answer, in place of the greeting, to a connection
 // over a limit.
 const tooManyConns = "* BYE [UNAVAILABLE] too many connections\r\n"
-
-// refuse answers a connection over a limit and closes it, in its own
-// goroutine (on an implicit-TLS port the write runs the handshake) within
-// rejectTimeout.
-func (s *Server) refuse(c net.Conn, key netip.Prefix, over string) {
-	if over == overTotalLimit {
-		s.log.Warn("connection refused: server connection limit", "remote", c.RemoteAddr().String(), "limit", s.cfg.MaxConnections)
-	} else {
-		s.log.Info("connection refused: per-address connection limit", "remote", c.RemoteAddr().String(), "client", key.String(), "limit", s.cfg.MaxConnectionsPerIP)
-	}
-	go func() {
-		_ = c.SetDeadline(time.Now().Add(rejectTimeout))
-		_, _ = io.WriteString(c, tooManyConns)
-		c.Close()
-	}()
-}
-
-// Reasons connLimiter.acquire gives for a refusal.
-const (
-	overTotalLimit  = "total"
-	overClientLimit = "per-address"
-)
-
-// connLimiter counts open connections in total and per client key.
-type connLimiter struct {
-	maxTotal, maxPerClient int // <= 0: no limit
-	mu                     sync.Mutex
-	total                  int
-	open                   map[netip.Prefix]int
-}
-
-func newConnLimiter(maxTotal, maxPerClient int) *connLimiter {
-	return &connLimiter{maxTotal: maxTotal, maxPerClient: maxPerClient, open: map[netip.Prefix]int{}}
-}
-
-// acquire counts a new connection from key open, or returns which limit
-// refuses it. An exempt (loopback) client is held only to the total.
-func (l *connLimiter) acquire(key netip.Prefix, exempt bool) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.maxTotal > 0 && l.total >= l.maxTotal {
-		return overTotalLimit
-	}
-	if !exempt && l.maxPerClient > 0 && l.open[key] >= l.maxPerClient {
-		return overClientLimit
-	}
-	l.total++
-	l.open[key]++
-	return ""
-}
-
-// release gives back a connection acquire counted.
-func (l *connLimiter) release(key netip.Prefix) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.total--
-	if n := l.open[key] - 1; n > 0 {
-		l.open[key] = n
-	} else {
-		delete(l.open, key)
-	}
-}
-
-// clientKeyOf returns the unit the per-address limit counts, an IPv4
-// address or the /64 of an IPv6 address (one subscriber holds a whole
-// /64), and whether the client is exempt from that limit (loopback).
-// Addresses that are not IP (tests with pipes) share one zero key.
-func clientKeyOf(a net.Addr) (netip.Prefix, bool) {
-	var ip netip.Addr
-	if tcp, ok := a.(*net.TCPAddr); ok {
-		ip, _ = netip.AddrFromSlice(tcp.IP)
-	} else if a != nil {
-		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
-			ip = ap.Addr()
-		}
-	}
-	ip = ip.Unmap()
-	if !ip.IsValid() {
-		return netip.Prefix{}, false
-	}
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p, ip.IsLoopback()
-	}
-	return netip.PrefixFrom(ip, ip.BitLen()), ip.IsLoopback()
-}

@@ -4,73 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-func TestClientKeyOf(t *testing.T) {
-	for _, c := range []struct {
-		addr   string
-		key    string
-		exempt bool
-	}{
-		{"192.0.2.7:1234", "192.0.2.7/32", false},
-		{"[::ffff:192.0.2.7]:1234", "192.0.2.7/32", false},
-		{"[2001:db8:1:2:3:4:5:6]:110", "2001:db8:1:2::/64", false},
-		{"[2001:db8:1:2:ffff::1]:110", "2001:db8:1:2::/64", false},
-		{"127.0.0.1:5", "127.0.0.1/32", true},
-		{"127.9.9.9:5", "127.9.9.9/32", true},
-		{"[::1]:5", "::/64", true},
-	} {
-		ap := netip.MustParseAddrPort(c.addr)
-		key, exempt := clientKeyOf(net.TCPAddrFromAddrPort(ap))
-		if key.String() != c.key || exempt != c.exempt {
-			t.Errorf("%s: key %s exempt %v, want %s %v", c.addr, key, exempt, c.key, c.exempt)
-		}
-	}
-}
-
-func TestConnLimiter(t *testing.T) {
-	l := newConnLimiter(4, 2)
-	a := netip.MustParsePrefix("192.0.2.1/32")
-	b := netip.MustParsePrefix("2001:db8::/64")
-	lo := netip.MustParsePrefix("127.0.0.1/32")
-	for i, want := range []string{"", "", overClientLimit} {
-		if got := l.acquire(a, false); got != want {
-			t.Fatalf("a #%d: %q, want %q", i, got, want)
-		}
-	}
-	if got := l.acquire(b, false); got != "" {
-		t.Fatalf("b: %q", got)
-	}
-	// Loopback skips the per-address limit but not the total.
-	if got := l.acquire(lo, true); got != "" {
-		t.Fatalf("loopback: %q", got)
-	}
-	if got := l.acquire(lo, true); got != overTotalLimit {
-		t.Fatalf("loopback over total: %q", got)
-	}
-	l.release(a)
-	if got := l.acquire(a, false); got != "" {
-		t.Fatalf("a after release: %q", got)
-	}
-	for _, k := range []netip.Prefix{a, a, b, lo} {
-		l.release(k)
-	}
-	if l.total != 0 || len(l.open) != 0 {
-		t.Fatalf("after releasing all: total %d, open %v", l.total, l.open)
-	}
-	// Negative limits mean none.
-	u := newConnLimiter(-1, -1)
-	for range 100 {
-		if got := u.acquire(a, false); got != "" {
-			t.Fatalf("unlimited: %q", got)
-		}
-	}
-}
 
 // fakeRemoteListener makes every accepted connection look as if it came
 // from the address its next function returns.

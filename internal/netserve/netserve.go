@@ -1,0 +1,177 @@
+// Package netserve is the accept loop shared by pimail's own line-protocol
+// servers (IMAP, POP3): a goroutine per connection, limits on open
+// connections in total and per client address, tracking of listeners and
+// connections so that Close ends them all, and a bounded wait for the
+// sessions to finish.
+package netserve
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// rejectTimeout bounds writing the refusal to a connection over a limit
+// (and the TLS handshake before it on an implicit-TLS port).
+const rejectTimeout = 5 * time.Second
+
+// Config configures a Server.
+type Config struct {
+	// Name is the protocol, for errors and logs ("imap").
+	Name string
+	// MaxConnections bounds the open connections in total,
+	// MaxConnectionsPerIP those from one client (an IPv4 address or an
+	// IPv6 /64; loopback counts only against the total). <= 0: no limit.
+	MaxConnections, MaxConnectionsPerIP int
+	// Refusal is written, in place of the greeting, to a connection over
+	// a limit, which is then closed.
+	Refusal string
+	Logger  *slog.Logger
+}
+
+// Server accepts connections and runs handle for each.
+type Server struct {
+	cfg    Config
+	handle func(net.Conn)
+	limits *connLimiter
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup
+}
+
+// New returns a server that runs handle, in its own goroutine, for every
+// accepted connection within the limits.
+func New(cfg Config, handle func(net.Conn)) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Server{
+		cfg:       cfg,
+		handle:    handle,
+		limits:    newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[net.Conn]struct{}{},
+	}
+}
+
+// Serve accepts connections on ln until Close. It returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("%s accept: %w", s.cfg.Name, err)
+		}
+		delay = 0
+		key, exempt := clientKeyOf(c.RemoteAddr())
+		if over := s.limits.acquire(key, exempt); over != "" {
+			s.refuse(c, key, over)
+			continue
+		}
+		if !s.track(c) {
+			s.limits.release(key)
+			c.Close()
+			return nil
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.limits.release(key)
+			defer s.untrack(c)
+			s.handle(c)
+		}()
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+// Close stops all listeners and closes all connections, then waits
+// (bounded) for the handlers to return.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		s.cfg.Logger.Warn(s.cfg.Name + " sessions still running after close")
+	}
+	return nil
+}
+
+// refuse answers a connection over a limit and closes it, in its own
+// goroutine (on an implicit-TLS port the write runs the handshake) within
+// rejectTimeout.
+func (s *Server) refuse(c net.Conn, key netip.Prefix, over string) {
+	if over == overTotalLimit {
+		s.cfg.Logger.Warn("connection refused: server connection limit", "remote", c.RemoteAddr().String(), "limit", s.cfg.MaxConnections)
+	} else {
+		s.cfg.Logger.Info("connection refused: per-address connection limit", "remote", c.RemoteAddr().String(), "client", key.String(), "limit", s.cfg.MaxConnectionsPerIP)
+	}
+	go func() {
+		_ = c.SetDeadline(time.Now().Add(rejectTimeout))
+		_, _ = io.WriteString(c, s.cfg.Refusal)
+		c.Close()
+	}()
+}
