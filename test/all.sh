@@ -2,8 +2,8 @@
 # The project's test command (README: "bash test/all.sh"); CI runs it too.
 #
 # Installs the client tools the tests drive (Debian's isync, mutt, swaks,
-# clamav-daemon for the real-clamd test, chromium for the webmail browser
-# test) when they are missing, then: gofmt check, go vet, CGO-free
+# offlineimap3, clamav-daemon for the real-clamd test, chromium for the
+# webmail browser test, postfix for the interop test) when they are missing, then: gofmt check, go vet, CGO-free
 # builds for amd64, arm64 and armv7 (the Raspberry Pi targets), the unit
 # tests, and the black-box tests in test/, which start the real binary.
 # Exits non-zero if any step fails; the go test steps all run regardless,
@@ -30,6 +30,8 @@ install_clients() {
 	command -v python3 >/dev/null 2>&1 || missing+=(python3)
 	command -v clamd >/dev/null 2>&1 || [[ -x /usr/sbin/clamd ]] || missing+=(clamav-daemon)
 	command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+	command -v offlineimap >/dev/null 2>&1 || missing+=(offlineimap3)
+	[[ -x /usr/sbin/postfix ]] || missing+=(postfix)
 	if ((${#missing[@]} == 0)); then
 		echo "client tools present"
 		return
@@ -43,6 +45,9 @@ install_clients() {
 		sudo=(sudo -n)
 	fi
 	echo "installing ${missing[*]}"
+	# Postfix is only a test peer (interop tests run their own instance
+	# with its own configuration): no system configuration, no service.
+	echo "postfix postfix/main_mailer_type select No configuration" | "${sudo[@]}" debconf-set-selections
 	"${sudo[@]}" apt-get update -qq
 	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
