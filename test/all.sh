@@ -4,8 +4,9 @@
 # Installs the client tools the tests drive (Debian's isync, mutt, swaks,
 # offlineimap3, clamav-daemon for the real-clamd test, chromium for the
 # webmail browser test, postfix for the interop test) when they are
-# missing, then: gofmt check, go vet, CGO-free builds for amd64, arm64 and armv7 (the Raspberry Pi targets), the unit
-# tests, and the black-box tests in test/, which start the real binary.
+# missing, then: gofmt check, go vet, CGO-free builds for amd64, arm64 and
+# armv7 (the Raspberry Pi targets), the unit tests, and the black-box
+# tests in test/, which start the real binary.
 # Exits non-zero if any step fails; the go test steps all run regardless,
 # so one report shows every failure.
 #
