@@ -22,24 +22,28 @@ import (
 //
 //	meta (key, value)         'hwm': the highest blob id indexed; every blob
 //	                          with id <= hwm is in fts (or gone)
-//	fts  (hdr, body)          FTS5, contentless, rowid = blobs.id,
-//	                          tokenize=trigram, detail=none
+//	fts  (terms)              FTS5, contentless, rowid = blobs.id,
+//	                          tokenize=ascii, detail=none: the distinct
+//	                          byte trigrams of the blob's searchable text
+//	                          (header and body), one term each (fts_terms.go)
 //
 // Layout, from measurement (bench/imapbench -compare-fts, 8,734 messages of
-// the linux-mips mailbox, 23.9 MB): trigram with detail=full answers
-// substring queries exactly but is 311 % of the mail size (0.63 ms/message
-// to insert); trigram with detail=none is 55 % (0.39 ms/message), as small
-// as unicode61 (54 %), which cannot find substrings inside words at all.
-// detail=none stores which documents hold each trigram, not where, so a
-// query is the conjunction of the needle's trigrams: a superset of the
-// messages containing the needle, which search then verifies against the
-// decoded text (store.ExtractSearchableText).
+// the linux-mips mailbox, 23.9 MB): FTS5's trigram tokenizer with
+// detail=full answers substring queries exactly but is 311 % of the mail
+// size (0.63 ms/message to insert); with detail=none it is 55 % (0.39
+// ms/message), as small as unicode61 (54 %), which cannot find substrings
+// inside words at all. detail=none stores which documents hold each
+// trigram, not where, so a query is the conjunction of the needle's
+// trigrams: a superset of the messages containing the needle, which search
+// then verifies against the decoded text (store.ExtractSearchableText).
+// Since only the set of trigrams matters, the indexer hands FTS5 each
+// distinct trigram once (fts_terms.go) instead of the text.
 const (
-	ftsLayout = "fts5 trigram detail=none v1"
+	ftsLayout = "fts5 byte-trigram terms ascii detail=none v2"
 	ftsSchema = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(hdr, body, content='', contentless_delete=1,
-	tokenize='trigram', detail=none);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(terms, content='', contentless_delete=1,
+	tokenize='ascii', detail=none);
 `
 )
 
@@ -63,6 +67,11 @@ type ftsIndex struct {
 	epoch uint64
 	// broken asks the indexer to rebuild the index file.
 	broken atomic.Bool
+
+	// grams and buf turn a blob's text into its terms (indexer goroutine
+	// only).
+	grams trigramSet
+	buf   []byte
 }
 
 func newFTSIndex(dir string) *ftsIndex {

@@ -24,6 +24,15 @@ const (
 	indexPoll = 500 * time.Millisecond
 	// indexRetry is the pause after a failed batch.
 	indexRetry = 5 * time.Second
+	// indexYield is how long the indexer stays out of the way after the
+	// writer committed writes of several sessions at once, and maxIndexLag
+	// how long it may stay out of the way in all: under concurrent
+	// deliveries the CPU goes to accepting mail first, and the index
+	// catches up when the burst ends (searches meanwhile read the messages
+	// not yet indexed, see search_text.go). A single session (one APPEND
+	// after another) never makes it wait.
+	indexYield  = 200 * time.Millisecond
+	maxIndexLag = time.Minute
 )
 
 // startIndexer starts the background indexer goroutine (part of s.wg).
@@ -61,11 +70,23 @@ func (s *Store) indexer() {
 	s.log.Debug("full-text index open", "path", ix.path, "hwm", ix.hwm.Load())
 	tick := time.NewTicker(indexPoll)
 	defer tick.Stop()
-	dirty := false // batches written since the last checkpoint
+	dirty := false       // batches written since the last checkpoint
+	var behind time.Time // when the indexer last started deferring, zero when caught up
 	for {
 		if ix.broken.Load() {
 			if !s.rebuildIndex() {
 				return
+			}
+		}
+		if now := time.Now(); now.UnixNano() < s.busyUntil.Load() {
+			if behind.IsZero() {
+				behind = now
+			}
+			if now.Sub(behind) < maxIndexLag {
+				if !sleepCtx(s.ctx, time.Duration(s.busyUntil.Load()-now.UnixNano())) {
+					return
+				}
+				continue
 			}
 		}
 		h0 := ix.hwm.Load()
@@ -89,6 +110,7 @@ func (s *Store) indexer() {
 		if more {
 			continue
 		}
+		behind = time.Time{}
 		if dirty {
 			// Caught up: fold the WAL into index.db so that its size is
 			// the index's, not the index's plus a burst of batches.
@@ -146,10 +168,10 @@ func (s *Store) maxBlobID(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// indexDoc is one blob's searchable text.
+// indexDoc is one blob's index terms.
 type indexDoc struct {
-	id   int64
-	text store.SearchableText
+	id    int64
+	terms string
 }
 
 // indexOnce indexes up to indexBatch new blobs and removes up to
@@ -198,7 +220,7 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 				return false, fmt.Errorf("replace index row %d: %w", d.id, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO fts (rowid, hdr, body) VALUES (?, ?, ?)", d.id, d.text.Header, d.text.Body); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO fts (rowid, terms) VALUES (?, ?)", d.id, d.terms); err != nil {
 			return false, fmt.Errorf("index blob %d: %w", d.id, err)
 		}
 		maxRow = max(maxRow, d.id)
@@ -291,7 +313,12 @@ func (s *Store) loadDocs(ctx context.Context, after int64, limit int) (docs []in
 		if err != nil {
 			return nil, after, fmt.Errorf("read blob %d to index: %w", p.id, err)
 		}
-		docs = append(docs, indexDoc{id: p.id, text: store.ExtractSearchableText(raw, decodeParsed(p.pj))})
+		text := store.ExtractSearchableText(raw, decodeParsed(p.pj))
+		ix := s.fts
+		ix.grams.add(text.Header)
+		ix.grams.add(text.Body)
+		ix.buf = ix.grams.terms(ix.buf[:0])
+		docs = append(docs, indexDoc{id: p.id, terms: string(ix.buf)})
 	}
 	return docs, last, nil
 }

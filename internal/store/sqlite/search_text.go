@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"pimail/internal/store"
 )
@@ -145,21 +144,14 @@ func (p *searchPlan) mailboxBlobs(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
-// ftsQuery is the FTS5 query of a criterion: the conjunction of the
-// needle's trigrams (and of the field name's for HEADER, which SearchableText
-// writes as "name: value"). "" when the index cannot narrow the search
-// (needles shorter than three characters).
+// ftsQuery is the FTS5 query of a criterion: the conjunction of the terms
+// of the needle's trigrams (fts_terms.go), and of the field name's for
+// HEADER, which SearchableText writes as "name: value". "" when the index
+// cannot narrow the search (needles shorter than three bytes).
 func ftsQuery(k textKey) string {
 	var terms []string
 	add := func(s string) {
-		r := []rune(s)
-		var grams []string
-		for i := 0; i+3 <= len(r); i++ {
-			g := string(r[i : i+3])
-			if !slices.Contains(grams, g) {
-				grams = append(grams, g)
-			}
-		}
+		grams := needleTerms(s)
 		if len(grams) > maxQueryTrigrams {
 			// Keep an even spread, the first and the last.
 			step := float64(len(grams)-1) / float64(maxQueryTrigrams-1)
@@ -169,16 +161,12 @@ func ftsQuery(k textKey) string {
 			}
 			grams = picked
 		}
-		for _, g := range grams {
-			terms = append(terms, `"`+strings.ReplaceAll(g, `"`, `""`)+`"`)
-		}
+		terms = append(terms, grams...)
 	}
 	if k.op == store.SearchHeader {
 		add(k.field + ": ")
 	}
-	if utf8.RuneCountInString(k.needle) >= 3 {
-		add(k.needle)
-	}
+	add(k.needle)
 	return strings.Join(terms, " AND ")
 }
 

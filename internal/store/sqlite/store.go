@@ -86,6 +86,9 @@ type Store struct {
 	// Group-commit counters: committed batches and the requests in them.
 	batches   atomic.Int64
 	batchJobs atomic.Int64
+	// busyUntil (Unix ns): the writer saw concurrent writes; the indexer
+	// defers its work until then (fts_indexer.go).
+	busyUntil atomic.Int64
 
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc

@@ -18,19 +18,60 @@ import (
 type wtx struct {
 	tx     *sql.Tx
 	ctx    context.Context
+	stmts  *batchStmts
 	events []store.Event
 }
 
 func (w *wtx) exec(q string, args ...any) (sql.Result, error) {
+	if st := w.stmts.get(w.ctx, q); st != nil {
+		return st.ExecContext(w.ctx, args...)
+	}
 	return w.tx.ExecContext(w.ctx, q, args...)
 }
 
 func (w *wtx) queryRow(q string, args ...any) *sql.Row {
+	if st := w.stmts.get(w.ctx, q); st != nil {
+		return st.QueryRowContext(w.ctx, args...)
+	}
 	return w.tx.QueryRowContext(w.ctx, q, args...)
 }
 
 func (w *wtx) query(q string, args ...any) (*sql.Rows, error) {
+	if st := w.stmts.get(w.ctx, q); st != nil {
+		return st.QueryContext(w.ctx, args...)
+	}
 	return w.tx.QueryContext(w.ctx, q, args...)
+}
+
+// maxBatchStmts bounds the statements prepared per batch; statements
+// beyond it (built with varying text) run unprepared.
+const maxBatchStmts = 128
+
+// batchStmts keeps the statements of one batch's transaction prepared, so
+// that the jobs of a group commit, which mostly run the same few
+// statements, parse and plan each once. database/sql closes them when the
+// transaction ends.
+type batchStmts struct {
+	tx *sql.Tx
+	m  map[string]*sql.Stmt
+}
+
+// get returns the prepared statement for q, or nil when the cache is full
+// or preparing failed (the caller then runs q directly and sees the error
+// there).
+func (c *batchStmts) get(ctx context.Context, q string) *sql.Stmt {
+	if st, ok := c.m[q]; ok {
+		return st
+	}
+	if len(c.m) >= maxBatchStmts {
+		return nil
+	}
+	st, err := c.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	c.m[q] = st
+	return st
 }
 
 // publish records an event to send after the commit.
@@ -127,6 +168,10 @@ func (s *Store) runBatch(batch []*job) {
 		s.batches.Add(1)
 		s.batchJobs.Add(int64(len(live)))
 	}
+	if len(live) > 1 {
+		// Writes from several sessions at once: the indexer steps aside.
+		s.busyUntil.Store(time.Now().Add(indexYield).UnixNano())
+	}
 	for _, j := range live {
 		if err != nil {
 			j.err = fmt.Errorf("sqlite store: write: %w", markNoSpace(err))
@@ -158,12 +203,13 @@ func (s *Store) tryBatch(batch []*job) (err error) {
 			tx.Rollback()
 		}
 	}()
+	stmts := &batchStmts{tx: tx, m: map[string]*sql.Stmt{}}
 	for _, j := range batch {
 		j.err, j.events = nil, nil
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
 			return fmt.Errorf("savepoint: %w", err)
 		}
-		w := &wtx{tx: tx, ctx: ctx}
+		w := &wtx{tx: tx, ctx: ctx, stmts: stmts}
 		jerr := runJob(j, w)
 		if jerr != nil && isBusy(jerr) {
 			return jerr
