@@ -249,7 +249,48 @@ type gatedConn struct {
 	// inSession is set once go-smtp has the connection: from then on a
 	// read deadline that passes ends the session (see Read).
 	inSession atomic.Bool
+	// pending holds the lines of a multi-line reply not sent yet (see
+	// Write); only go-smtp's session goroutine writes once inSession is set.
+	pending []byte
 }
+
+// maxPendingReply bounds the continuation lines held back by Write.
+const maxPendingReply = 4096
+
+// Write sends the lines of a multi-line reply (RFC 5321 §4.2.1: "250-"
+// lines and the last "250 " line) in one write. go-smtp flushes every line
+// on its own, so the EHLO reply alone took ten system calls and as many
+// TCP segments, a third of the server's CPU time for a session that ends
+// at RCPT. A continuation line (three digits and a hyphen) is held until
+// the next write; after STARTTLS the writes are TLS records, which never
+// start with a digit, and pass straight through.
+func (c *gatedConn) Write(p []byte) (int, error) {
+	if !c.inSession.Load() {
+		return c.Conn.Write(p)
+	}
+	if isContinuationLine(p) && len(c.pending)+len(p) <= maxPendingReply {
+		c.pending = append(c.pending, p...)
+		return len(p), nil
+	}
+	if len(c.pending) == 0 {
+		return c.Conn.Write(p)
+	}
+	buf := append(c.pending, p...)
+	c.pending = c.pending[:0]
+	if _, err := c.Conn.Write(buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// isContinuationLine reports whether p is one whole non-final line of a
+// reply: "ddd-text CRLF".
+func isContinuationLine(p []byte) bool {
+	return len(p) >= 6 && isDigit(p[0]) && isDigit(p[1]) && isDigit(p[2]) && p[3] == '-' &&
+		p[len(p)-2] == '\r' && p[len(p)-1] == '\n'
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
 
 // Read ends input for good when a read deadline passes during the
 // session. go-smtp reads commands through bufio.Reader.ReadLine, which

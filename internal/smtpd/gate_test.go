@@ -1,8 +1,10 @@
 package smtpd
 
 import (
+	"net"
 	"net/netip"
 	"net/smtp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +202,34 @@ func TestExemptClients(t *testing.T) {
 	}
 	if !e.srv.exempt(netip.MustParseAddr("192.0.2.9")) || e.srv.exempt(netip.MustParseAddr("198.51.100.1")) {
 		t.Fatal("ExemptNetworks not applied")
+	}
+}
+
+// writeLog is a net.Conn that records each Write it is given.
+type writeLog struct {
+	net.Conn
+	writes []string
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// The lines of a multi-line reply leave in one write; single-line replies,
+// TLS records and anything written before the session are not held back.
+func TestGatedConnCoalescesReplyLines(t *testing.T) {
+	log := &writeLog{}
+	gc := &gatedConn{Conn: log}
+	gc.Write([]byte("220-mx.example.com ESMTP\r\n")) // pregreet: before the session
+	gc.inSession.Store(true)
+	for _, l := range []string{"250-mx.example.com\r\n", "250-PIPELINING\r\n", "250 SMTPUTF8\r\n", "250 2.0.0 OK\r\n", "\x17\x03\x03\x00\x05-abc\r\n"} {
+		if n, err := gc.Write([]byte(l)); n != len(l) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", l, n, err)
+		}
+	}
+	want := []string{"220-mx.example.com ESMTP\r\n", "250-mx.example.com\r\n250-PIPELINING\r\n250 SMTPUTF8\r\n", "250 2.0.0 OK\r\n", "\x17\x03\x03\x00\x05-abc\r\n"}
+	if !slices.Equal(log.writes, want) {
+		t.Fatalf("writes %q, want %q", log.writes, want)
 	}
 }
