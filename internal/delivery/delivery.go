@@ -46,8 +46,8 @@ var (
 	// any more (the directory changed since RCPT). Permanent.
 	ErrNoRecipients = errors.New("delivery: no valid recipients")
 	// ErrForwardingUnavailable: the recipients resolve only to remote
-	// targets and pimail has no outbound queue yet. Temporary, so the
-	// sender keeps the message.
+	// targets and the pipeline has no forwarder (WithForwarding).
+	// Temporary, so the sender keeps the message.
 	ErrForwardingUnavailable = errors.New("delivery: forwarding to remote targets is not available")
 )
 
@@ -88,6 +88,10 @@ type Pipeline struct {
 	dlog *deliverylog.Logger
 	// quotaPermanent makes over-quota refusals 552 (see quota.go).
 	quotaPermanent bool
+	// fwd sends mail on to remote alias targets (the outbound queue),
+	// with envelope senders rewritten by srs; see WithForwarding.
+	fwd Forwarder
+	srs *SRS
 }
 
 // WithDeliveryLog records every delivered message in the delivery log.
@@ -109,6 +113,9 @@ func New(st store.Store, dir *directory.View, logger *slog.Logger) *Pipeline {
 type target struct {
 	accounts []int64  // deduplicated local accounts
 	remote   []string // deduplicated remote forwarding targets
+	// fwdDomain is the local domain the first remote target was reached
+	// through (the alias's domain): the domain of the SRS sender.
+	fwdDomain string
 }
 
 // Deliver stores raw (the message as received, with the receiving server's
@@ -124,15 +131,15 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	// Step 1: recipients, resolved again: the directory may have changed
 	// since RCPT, and alias expansion happens here.
 	tgt := p.resolve(log, env.Recipients)
-	if len(tgt.remote) > 0 {
-		// TODO(queue): hand remote targets to the outbound queue.
-		log.Warn("alias forwarding to remote targets is not available yet; not forwarded",
+	if len(tgt.remote) > 0 && p.fwd == nil {
+		log.Warn("alias forwarding to remote targets is not configured; not forwarded",
 			"remote", tgt.remote)
-	}
-	if len(tgt.accounts) == 0 {
-		if len(tgt.remote) > 0 {
+		if len(tgt.accounts) == 0 {
 			return nil, ErrForwardingUnavailable
 		}
+		tgt.remote = nil
+	}
+	if len(tgt.accounts) == 0 && len(tgt.remote) == 0 {
 		return nil, ErrNoRecipients
 	}
 
@@ -168,6 +175,21 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 			}
 		}
 		full = insertHeaders(full, parsed, outcome.headers)
+	}
+
+	// Forwarding (forward.go): remote alias targets get the message as
+	// received, through the outbound queue, once it has passed the checks
+	// above. Queued before the local copies are stored: should storing
+	// fail, the sender's retry may duplicate the forwarded copy, but
+	// nothing is lost.
+	if len(tgt.remote) > 0 {
+		if err := p.forward(ctx, log, env, tgt, received); err != nil {
+			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+		}
+		if len(tgt.accounts) == 0 {
+			metrics.DeliveryLatency.ObserveSince(start)
+			return nil, nil
+		}
 	}
 
 	// Step 6: quotas (quota.go): accounts without room are left out;
@@ -230,7 +252,7 @@ func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
 	seenAcc := make(map[int64]bool, len(recipients))
 	seenRemote := map[string]bool{}
 	for _, rcpt := range recipients {
-		r, err := p.dir.Resolve(rcpt)
+		r, err := p.Resolve(rcpt)
 		if err != nil {
 			log.Info("recipient no longer resolves; skipped", "rcpt", rcpt, "err", err)
 			continue
@@ -242,6 +264,9 @@ func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
 			}
 		}
 		for _, addr := range r.Remote {
+			if t.fwdDomain == "" {
+				t.fwdDomain = domainOf(rcpt)
+			}
 			if !seenRemote[addr] {
 				seenRemote[addr] = true
 				t.remote = append(t.remote, addr)

@@ -66,3 +66,12 @@ func headerFromDomain(raw []byte) string {
 	}
 	return strings.ToLower(domainOf(addrs[0].Address))
 }
+
+// Forward queues a message forwarded by an alias to remote targets
+// (delivery.Forwarder): from is the envelope sender, already rewritten by
+// the caller (SRS). The message is signed only when its From: domain is
+// local, as any other.
+func (q *Queue) Forward(ctx context.Context, from string, rcpts []string, raw []byte) error {
+	_, err := q.Enqueue(ctx, 0, from, rcpts, raw)
+	return err
+}

@@ -103,6 +103,17 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	}); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
+	// Alias forwarding to remote targets goes through the queue, with
+	// SRS senders whose secret lives in the data directory.
+	srsSecret, err := delivery.LoadSRSSecret(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	srs, err := delivery.NewSRS(srsSecret, 0)
+	if err != nil {
+		return nil, err
+	}
+	pipe.WithForwarding(p.queue, srs)
 	p.queue.Start()
 	if tlsConf != nil {
 		if p.submission, err = submission.New(submission.Config{
@@ -185,6 +196,11 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		POP3S: port(cfg.Listen.POP3S), POP3: port(cfg.Listen.POP3),
 		Submissions: port(cfg.Listen.Submissions), Submission: port(cfg.Listen.Submission),
 	})
+	// Marking junk in the webmail trains the same learner as IMAP moves.
+	var webJunk webmail.JunkTrainer
+	if p.junk != nil {
+		webJunk = p.junk
+	}
 	web := func(secure bool) *webServer {
 		mux := http.NewServeMux()
 		for _, path := range autoconfig.Paths {
@@ -199,6 +215,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			DataDir:       cfg.Data,
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
 			Outbound:      p.queue, // built above, never nil here
+			Junk:          webJunk,
 		}, st, authn, pipe, logger))
 		return newWebServer(mux, logger)
 	}

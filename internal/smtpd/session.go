@@ -97,11 +97,13 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		s.refused(metrics.RejectDNSBL, reply, "", "", to)
 		return s.fail(reply)
 	}
-	res, err := s.srv.dir.Resolve(to)
-	if err == nil && len(res.Accounts) == 0 {
-		// Only remote forwarding targets, and no outbound queue yet:
-		// a temporary refusal keeps the message with the sender.
-		s.log.Warn("recipient forwards only to remote targets, which is not available yet", "rcpt", to)
+	// The pipeline's resolution: the directory, and the SRS addresses
+	// of bounces to forwarded mail.
+	res, err := s.srv.pipe.Resolve(to)
+	if err == nil && len(res.Accounts) == 0 && !s.srv.pipe.Forwards() {
+		// Only remote forwarding targets, and forwarding is off: a
+		// temporary refusal keeps the message with the sender.
+		s.log.Warn("recipient forwards only to remote targets, which is not configured", "rcpt", to)
 		s.refused(metrics.RejectTempFail, replyTempFailure, "", "", to)
 		return s.fail(replyTempFailure)
 	}

@@ -1,0 +1,75 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"pimail/internal/directory"
+	"pimail/internal/store"
+)
+
+// Forwarder queues a message for remote recipients; the outbound queue
+// (internal/queue) is one. It returns once the message is on disk.
+type Forwarder interface {
+	Forward(ctx context.Context, from string, rcpts []string, raw []byte) error
+}
+
+// WithForwarding turns on alias forwarding to remote targets: such
+// messages go to f with the envelope sender rewritten by srs (nil: kept
+// as it is, which fails SPF at most destinations), and bounces to srs's
+// addresses go back to the original sender. Call it before the pipeline
+// is used.
+func (p *Pipeline) WithForwarding(f Forwarder, srs *SRS) *Pipeline {
+	p.fwd = f
+	p.srs = srs
+	return p
+}
+
+// Forwards reports whether remote alias targets are forwarded (otherwise
+// an alias with only remote targets gets a temporary refusal).
+func (p *Pipeline) Forwards() bool { return p.fwd != nil }
+
+// Resolve is directory.View.Resolve that also knows the SRS addresses of
+// this server: a valid, unexpired SRS0 address at a local domain resolves
+// to its original sender as a remote target, so bounces of forwarded
+// mail find their way back. An SRS address that fails its check is
+// resolved like any other address (usually 550 5.1.1).
+func (p *Pipeline) Resolve(address string) (directory.Resolution, error) {
+	if p.srs != nil && p.fwd != nil && IsSRS(address) && p.dir.IsLocalDomain(domainOf(address)) {
+		orig, err := p.srs.Reverse(address)
+		if err == nil {
+			return directory.Resolution{Remote: []string{orig}}, nil
+		}
+		p.logger.Info("SRS address refused", "rcpt", address, "err", err)
+	}
+	return p.dir.Resolve(address)
+}
+
+// forward queues raw, the message as received, for the remote targets of
+// tgt. The envelope sender is rewritten with SRS unless it is null (a
+// bounce stays a bounce) or already at a local domain (this server's SPF
+// covers it).
+func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, tgt target, raw []byte) error {
+	from := env.MailFrom
+	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(domainOf(from)) {
+		from = p.srs.Forward(from, tgt.fwdDomain)
+	}
+	if err := p.fwd.Forward(ctx, from, tgt.remote, raw); err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	log.Info("forwarded", "from", env.MailFrom, "envelope_from", from, "remote", tgt.remote, "size", len(raw))
+	p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
+		From: env.MailFrom, RemoteIP: env.RemoteIP, Reason: "250 " + env.ID + " forwarded"}, env.Recipients)
+	return nil
+}
+
+// domainOf returns the lower-cased domain of an address ("" without @).
+func domainOf(addr string) string {
+	i := strings.LastIndexByte(addr, '@')
+	if i < 0 {
+		return ""
+	}
+	return strings.ToLower(addr[i+1:])
+}
