@@ -80,6 +80,24 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 		_, err = s.st.Move(ctx, box.ID, set, dst.ID)
 		return err
 	}
+	// What the action tells the junk trainer, decided before the messages
+	// move (their blobs are read from the source folder).
+	var train []int64
+	spam, teach := junkVerdict(op)
+	if op == "move" {
+		if dst, e := s.mailboxOf(ctx, sess.accountID, target); e == nil {
+			spam, teach = junkMove(box, dst)
+		}
+	}
+	if teach && s.cfg.Junk != nil {
+		metas, e := s.st.Fetch(ctx, box.ID, set, store.FetchOptions{})
+		if e != nil {
+			return fmt.Errorf("action %s on mailbox %d: %w", op, box.ID, e)
+		}
+		for _, m := range metas[:min(len(metas), maxJunkPerAction)] {
+			train = append(train, m.BlobID)
+		}
+	}
 	var err error
 	switch op {
 	case "read":
@@ -124,5 +142,40 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 	if err != nil {
 		return fmt.Errorf("action %s on mailbox %d: %w", op, box.ID, err)
 	}
+	for _, blob := range train {
+		s.cfg.Junk.Junk(sess.accountID, blob, spam)
+	}
 	return nil
+}
+
+// maxJunkPerAction bounds the messages one action hands to the trainer
+// (as imapd does per command): the first thousand teach as much.
+const maxJunkPerAction = 1000
+
+// junkVerdict says what marking tells: "junk" is spam, "notjunk" ham.
+// The $Junk / $NotJunk keywords set alongside are the ones IANA registered
+// (RFC 5788 registry), which IMAP clients set for the same decision.
+func junkVerdict(op string) (spam, ok bool) {
+	switch op {
+	case "junk":
+		return true, true
+	case "notjunk":
+		return false, true
+	}
+	return false, false
+}
+
+// junkMove says what moving from src to dst tells, as for IMAP MOVE: into
+// Junk is spam; out of Junk is ham unless to the Trash (deleting junk says
+// nothing about it).
+func junkMove(src, dst store.Mailbox) (spam, ok bool) {
+	srcJunk := src.SpecialUse == store.SpecialJunk
+	dstJunk := dst.SpecialUse == store.SpecialJunk
+	switch {
+	case dstJunk && !srcJunk:
+		return true, true
+	case srcJunk && !dstJunk && dst.SpecialUse != store.SpecialTrash:
+		return false, true
+	}
+	return false, false
 }

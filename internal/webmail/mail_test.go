@@ -3,16 +3,22 @@ package webmail
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
+	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"pimail/internal/delivery"
+	"pimail/internal/spam"
 	"pimail/internal/store"
 )
 
@@ -250,4 +256,151 @@ func hasHeader(raw, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestSearchPaged searches through the store's index: subject, sender and
+// body text (also inside a base64 part), one folder or all, paged newest
+// first with working pager links.
+func TestSearchPaged(t *testing.T) {
+	f := newFixture(t)
+	const n = 120
+	for i := range n {
+		body := fmt.Sprintf("ordinary words number %d\n", i)
+		subj := fmt.Sprintf("note %03d", i)
+		if i%2 == 0 {
+			body = fmt.Sprintf("the walrus said %d\n", i) // matches "Walrus" in the body
+		}
+		f.deliver(t, "carol@example.net", []string{"alice@example.com"},
+			"From: Carol <carol@example.net>\nTo: alice@example.com\nSubject: "+subj+"\n\n"+body)
+	}
+	f.deliver(t, "zed@example.org", []string{"alice@example.com"},
+		"From: Zed Quux <zed@example.org>\nSubject: from zed\n\nnothing\n")
+	f.deliver(t, "dave@example.net", []string{"alice@example.com"},
+		"From: dave@example.net\nSubject: encoded\nMIME-Version: 1.0\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\n"+
+			base64.StdEncoding.EncodeToString([]byte("a hidden Ünïcode pangolin here\n"))+"\n")
+	c := f.client(t)
+	c.login("alice@example.com")
+	inbox := f.box(t, "alice@example.com", "INBOX")
+
+	subjects := regexp.MustCompile(`>note (\d{3})</a>`)
+	seen := map[string]bool{}
+	var order []string
+	next := "/search?q=WALRUS"
+	for pages := 0; next != ""; pages++ {
+		if pages > 3 {
+			t.Fatal("too many pages")
+		}
+		resp, body := c.get(next)
+		expectStatus(t, resp, http.StatusOK, body)
+		if !strings.Contains(body, "60 found") {
+			t.Fatalf("page %d: want 60 found:\n%.600s", pages, body)
+		}
+		for _, m := range subjects.FindAllStringSubmatch(body, -1) {
+			if seen[m[1]] {
+				t.Fatalf("note %s on two pages", m[1])
+			}
+			seen[m[1]] = true
+			order = append(order, m[1])
+		}
+		next = ""
+		if m := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(body); m != nil {
+			next = html.UnescapeString(m[1])
+		}
+	}
+	if len(seen) != 60 || order[0] != "118" || order[59] != "000" {
+		t.Fatalf("got %d results, first %v last %v", len(seen), order[0], order[len(order)-1])
+	}
+	for k := range seen {
+		if v, _ := strconv.Atoi(k); v%2 != 0 {
+			t.Fatalf("note %s does not contain walrus", k)
+		}
+	}
+	for q, want := range map[string]string{"quux": "from zed", "PANGOLIN": "encoded", "ünïcode": "encoded", "note 007": "note 007"} {
+		_, body := c.get("/search?q=" + url.QueryEscape(q) + "&box=" + itoa(inbox.ID))
+		if !strings.Contains(body, ">"+want+"</a>") || !strings.Contains(body, "1 found") {
+			t.Errorf("search %q: want only %q:\n%.800s", q, want, body)
+		}
+	}
+	// Other folders are searched too, and a folder of its own is honoured.
+	act := url.Values{"box": {itoa(inbox.ID)}, "op": {"move"}, "target": {itoa(f.box(t, "alice@example.com", "Archive").ID)}, "uid": {"121"}}
+	resp, body := c.post("/act", act)
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	if _, body := c.get("/search?q=quux"); !strings.Contains(body, ">from zed</a>") {
+		t.Error("search of all folders missed the Archive")
+	}
+	if _, body := c.get("/search?q=quux&box=" + itoa(inbox.ID)); !strings.Contains(body, "0 found") {
+		t.Error("search of INBOX found a message in the Archive")
+	}
+}
+
+// TestJunkTrainsFilter: "Junk" and "Not junk" in the webmail, and moves
+// into and out of the Junk folder, train the account's spam model through
+// the same learner IMAP uses; deleting from Junk teaches nothing.
+func TestJunkTrainsFilter(t *testing.T) {
+	f := newFixture(t)
+	filter, err := spam.New(spam.Config{Dir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	learner := spam.NewJunkLearner(filter, f.st.ReadBlob, quiet())
+	t.Cleanup(func() { learner.Close() })
+	f.srv.cfg.Junk = learner
+	const u = "alice@example.com"
+	acct := f.ids[u]
+	for i := range 3 {
+		f.deliver(t, "carol@example.net", []string{u}, fmt.Sprintf("From: carol@example.net\nSubject: cheap pills %d\n\nbuy cheap pills now %d\n", i, i))
+	}
+	c := f.client(t)
+	c.login(u)
+	inbox, junk := f.box(t, u, "INBOX"), f.box(t, u, "Junk")
+	blobs := map[uint32]int64{}
+	for _, m := range f.metas(t, u, "INBOX") {
+		blobs[m.UID] = m.BlobID
+	}
+	act := func(box store.Mailbox, vals url.Values) {
+		t.Helper()
+		vals.Set("box", itoa(box.ID))
+		resp, body := c.post("/act", vals)
+		expectStatus(t, resp, http.StatusSeeOther, body)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := learner.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(uid uint32, wantSpam, wantTrained bool, nSpam, nHam int) {
+		t.Helper()
+		isSpam, ok, err := learner.Trained(acct, blobs[uid])
+		if err != nil || ok != wantTrained || (ok && isSpam != wantSpam) {
+			t.Fatalf("message %d: trained=%v spam=%v err=%v, want trained=%v spam=%v", uid, ok, isSpam, err, wantTrained, wantSpam)
+		}
+		m, err := filter.Model(acct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, h := m.Counts(); s != nSpam || h != nHam {
+			t.Fatalf("model of the account: %d spam %d ham, want %d %d", s, h, nSpam, nHam)
+		}
+	}
+	expect(1, false, false, 0, 0)
+	act(inbox, url.Values{"op": {"junk"}, "uid": {"1", "2"}})
+	expect(1, true, true, 2, 0)
+	expect(2, true, true, 2, 0)
+	// Message 3 goes to Junk by "move to folder": spam too.
+	act(inbox, url.Values{"op": {"move"}, "target": {itoa(junk.ID)}, "uid": {"3"}})
+	expect(3, true, true, 3, 0)
+	// Not junk: message 1 (now in Junk) becomes ham.
+	in := f.metas(t, u, "Junk")
+	if len(in) != 3 {
+		t.Fatalf("Junk has %d messages", len(in))
+	}
+	act(junk, url.Values{"op": {"notjunk"}, "uid": {itoa(int64(in[0].UID))}})
+	expect(1, false, true, 2, 1)
+	// Deleting junk says nothing about it.
+	act(junk, url.Values{"op": {"delete"}, "uid": {itoa(int64(in[1].UID))}})
+	expect(2, true, true, 2, 1)
+	// Without a trainer, marking still files the message.
+	f.srv.cfg.Junk = nil
+	act(junk, url.Values{"op": {"notjunk"}, "uid": {itoa(int64(in[2].UID))}})
+	expect(3, true, true, 2, 1)
 }

@@ -217,8 +217,8 @@ type listData struct {
 	Total     int
 	ShowTo    bool
 	Query     string
-	Scanned   int
-	Truncated bool
+	PageQuery string   // search: the query string of the pager's links, without page
+	Scanned   int      // search: messages in the folders searched
 	Targets   []folder // for "move to"
 }
 

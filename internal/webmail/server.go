@@ -52,6 +52,17 @@ type Config struct {
 	// outbound queue, *queue.Queue). Nil: sending to other domains is
 	// refused with a clear message.
 	Outbound Outbound
+	// Junk learns from "mark as junk / not junk" and from moves into and
+	// out of the Junk folder, as IMAP's do (internal/spam's JunkLearner,
+	// shared with imapd). Nil: marking only files the message.
+	Junk JunkTrainer
+}
+
+// JunkTrainer learns an account's junk decisions: spam true for a message
+// the user marked as junk, false for one taken out of Junk. Junk must not
+// block (the learner queues the work).
+type JunkTrainer interface {
+	Junk(accountID, blobID int64, spam bool)
 }
 
 // Outbound is the outbound queue as the webmail uses it. Enqueue stores
