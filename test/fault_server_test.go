@@ -30,10 +30,11 @@ type Listeners struct {
 	Submission string
 	POP3       string
 	HTTP       string
+	IMAPS      string
 }
 
 // withListeners picks free loopback ports for the listeners named
-// ("submission", "pop3", "http").
+// ("submission", "pop3", "http", "imaps").
 func withListeners(t *testing.T, names ...string) Listeners {
 	t.Helper()
 	var l Listeners
@@ -45,6 +46,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 			l.POP3 = freeAddr(t)
 		case "http":
 			l.HTTP = freeAddr(t)
+		case "imaps":
+			l.IMAPS = freeAddr(t)
 		default:
 			t.Fatalf("unknown listener %q", n)
 		}
