@@ -119,7 +119,7 @@ func TestQRESYNCReconnect(t *testing.T) {
 	b.expectStatus("B2", "SELECT INBOX", "OK")
 	b.expectStatus("B3", `UID STORE 3,7 +FLAGS.SILENT (\Flagged)`, "OK")
 	b.expectStatus("B4", `UID STORE 10 +FLAGS.SILENT (\Seen $Important)`, "OK")
-	b.expectStatus("B5", `UID STORE 12 +FLAGS.SILENT (\Deleted)`, "OK") // flagged, not expunged
+	b.expectStatus("B5", `UID STORE 12 +FLAGS.SILENT (\Deleted)`, "OK")  // flagged, not expunged
 	b.expectStatus("B6", `UID STORE 18 +FLAGS.SILENT (\Answered)`, "OK") // changed, then expunged
 	b.expectStatus("B7", `UID STORE 5,6,15,18 +FLAGS.SILENT (\Deleted)`, "OK")
 	b.expectStatus("B8", "UID EXPUNGE 5,6,15,18", "OK")
