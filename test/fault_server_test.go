@@ -27,10 +27,11 @@ func pick(short, long int) int {
 // Listeners are the extra listener addresses a test asks for on top of
 // the Server's SMTP and IMAP (Server.Start turns every other one off).
 type Listeners struct {
-	Submission string
-	POP3       string
-	HTTP       string
-	IMAPS      string
+	Submission  string
+	Submissions string // implicit TLS (465)
+	POP3        string
+	HTTP        string
+	IMAPS       string
 }
 
 // withListeners picks free loopback ports for the listeners named
@@ -42,6 +43,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 		switch n {
 		case "submission":
 			l.Submission = freeAddr(t)
+		case "submissions":
+			l.Submissions = freeAddr(t)
 		case "pop3":
 			l.POP3 = freeAddr(t)
 		case "http":

@@ -104,7 +104,7 @@ func (s *Server) StartWith(l Listeners) {
 	}
 	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
 		"--smtp", s.SMTP, "--imap", s.IMAP,
-		"--submission", l.Submission, "--submissions", "", "--imaps", l.IMAPS,
+		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
 		"--pop3", l.POP3, "--pop3s", "", "--http", l.HTTP, "--https", ""}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
