@@ -1,7 +1,6 @@
 package spam
 
 import (
-	"hash/fnv"
 	"math"
 	"sort"
 	"sync"
@@ -51,12 +50,6 @@ func NewModel(maxTokens int) *Model {
 // DefaultMaxTokens bounds a model: about 20 bytes per token in memory
 // (map entry) and at most 20 on disk.
 const DefaultMaxTokens = 400_000
-
-func hashToken(tok string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(tok))
-	return h.Sum64()
-}
 
 func hashTokens(toks []string) []uint64 {
 	out := make([]uint64, len(toks))

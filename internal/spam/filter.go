@@ -209,8 +209,10 @@ func (f *Filter) Check(ctx context.Context, in Input) (Result, error) {
 		}
 	}
 	ruleHits := runRules(rc, f.cfg.RuleScores)
-	toks := tokenize(a)
-	hashes := hashTokens(toks)
+	toks := getTokenSet()
+	defer putTokenSet(toks)
+	toks.tokenize(a)
+	hashes := toks.hashes
 	base := f.models.base()
 
 	res := Result{Accounts: make(map[int64]Verdict, len(in.Accounts))}
@@ -244,7 +246,7 @@ func (f *Filter) Check(ctx context.Context, in Input) (Result, error) {
 }
 
 // verdict adds the classifier's points for base+acct to the rule hits.
-func (f *Filter) verdict(ruleHits []Hit, toks []string, hashes []uint64, base, acct *Model) Verdict {
+func (f *Filter) verdict(ruleHits []Hit, toks *tokenSet, hashes []uint64, base, acct *Model) Verdict {
 	v := Verdict{Bayes: -1, Hits: append([]Hit(nil), ruleHits...)}
 	models := []*Model{base}
 	if acct != nil && acct != base {
@@ -259,7 +261,7 @@ func (f *Filter) verdict(ruleHits []Hit, toks []string, hashes []uint64, base, a
 			if i >= 10 {
 				break
 			}
-			v.Clues = append(v.Clues, Clue{toks[c.idx], c.prob})
+			v.Clues = append(v.Clues, Clue{toks.token(c.idx), c.prob})
 		}
 	}
 	sort.SliceStable(v.Hits, func(i, j int) bool { return math.Abs(v.Hits[i].Score) > math.Abs(v.Hits[j].Score) })

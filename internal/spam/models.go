@@ -200,7 +200,10 @@ func (f *Filter) train(accountID int64, raw []byte, spam bool, delta int) error 
 	if err != nil {
 		return fmt.Errorf("spam train: %w", err)
 	}
-	m.learn(hashTokens(Tokens(raw, message.Parse(raw))), spam, delta)
+	t := getTokenSet()
+	defer putTokenSet(t)
+	t.tokenize(analyze(raw, message.Parse(raw)))
+	m.learn(t.hashes, spam, delta)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -24,28 +25,109 @@ const (
 // Header fields that a filter or mail store adds (X-Spam-*, Status, Lines…)
 // are not read, so that the model learns the mail and not who handled it.
 func Tokens(raw []byte, p *message.Parsed) []string {
-	return tokenize(analyze(raw, p))
+	t := getTokenSet()
+	defer putTokenSet(t)
+	t.tokenize(analyze(raw, p))
+	out := make([]string, len(t.hashes))
+	for i := range out {
+		out[i] = t.token(i)
+	}
+	return out
 }
 
+// tokenSet collects a message's distinct tokens without a string per
+// token: each token is written into one growing byte arena, hashed there
+// (64-bit FNV-1a, the model's key) and kept only if its hash is new. The
+// text stays available for the few tokens shown as clues. Sets are pooled,
+// so a message costs a handful of allocations however many words it has.
 type tokenSet struct {
-	seen map[string]struct{}
-	list []string
-	cjk  int
+	seen   map[uint64]struct{}
+	hashes []uint64
+	ends   []int32 // end of token i in text; it starts at ends[i-1]
+	text   []byte
+	word   []byte // the word being read
+	cjk    int
+}
+
+var tokenSets = sync.Pool{New: func() any {
+	return &tokenSet{seen: make(map[uint64]struct{}, 1024), hashes: make([]uint64, 0, 1024),
+		ends: make([]int32, 0, 1024), text: make([]byte, 0, 16<<10), word: make([]byte, 0, 128)}
+}}
+
+func getTokenSet() *tokenSet { return tokenSets.Get().(*tokenSet) }
+
+func putTokenSet(t *tokenSet) {
+	if cap(t.text) > 256<<10 {
+		return // a freak message: let it go
+	}
+	clear(t.seen)
+	t.hashes, t.ends, t.text, t.word, t.cjk = t.hashes[:0], t.ends[:0], t.text[:0], t.word[:0], 0
+	tokenSets.Put(t)
+}
+
+func (t *tokenSet) full() bool { return len(t.hashes) >= maxTokens }
+
+// token returns the text of token i.
+func (t *tokenSet) token(i int) string {
+	start := int32(0)
+	if i > 0 {
+		start = t.ends[i-1]
+	}
+	return string(t.text[start:t.ends[i]])
+}
+
+// FNV-1a, 64 bit (the same as hash/fnv's New64a, which the model files use).
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func hashToken(tok string) uint64 {
+	h := uint64(fnvOffset)
+	for i := 0; i < len(tok); i++ {
+		h = (h ^ uint64(tok[i])) * fnvPrime
+	}
+	return h
+}
+
+// commit keeps the token written at text[start:] if it is new.
+func (t *tokenSet) commit(start int) {
+	h := uint64(fnvOffset)
+	for _, c := range t.text[start:] {
+		h = (h ^ uint64(c)) * fnvPrime
+	}
+	if _, dup := t.seen[h]; dup || t.full() {
+		t.text = t.text[:start]
+		return
+	}
+	t.seen[h] = struct{}{}
+	t.hashes = append(t.hashes, h)
+	t.ends = append(t.ends, int32(len(t.text)))
 }
 
 func (t *tokenSet) add(tok string) {
-	if len(t.list) >= maxTokens {
-		return
-	}
-	if _, ok := t.seen[tok]; ok {
-		return
-	}
-	t.seen[tok] = struct{}{}
-	t.list = append(t.list, tok)
+	start := len(t.text)
+	t.text = append(t.text, tok...)
+	t.commit(start)
 }
 
-func tokenize(a *analysis) []string {
-	t := &tokenSet{seen: make(map[string]struct{}, 512)}
+// add2 adds the token a+b without building the string.
+func (t *tokenSet) add2(a, b string) {
+	start := len(t.text)
+	t.text = append(t.text, a...)
+	t.text = append(t.text, b...)
+	t.commit(start)
+}
+
+func (t *tokenSet) add3(a, b, c string) {
+	start := len(t.text)
+	t.text = append(t.text, a...)
+	t.text = append(t.text, b...)
+	t.text = append(t.text, c...)
+	t.commit(start)
+}
+
+func (t *tokenSet) tokenize(a *analysis) {
 	p := a.parsed
 
 	list := a.isList()
@@ -61,14 +143,14 @@ func tokenize(a *analysis) []string {
 		f := p.Envelope.From[0]
 		t.words(message.DecodeHeaderValue(f.Name), "fn:")
 		if h := strings.ToLower(f.Host); h != "" {
-			t.add("fd:" + h)
-			t.add("fd:" + registrable(h))
+			t.add2("fd:", h)
+			t.add2("fd:", registrable(h))
 		}
 	} else {
 		t.add("meta:no-from")
 	}
 	if rt := p.Envelope.ReplyTo; len(rt) > 0 && rt[0].Host != "" {
-		t.add("rd:" + registrable(strings.ToLower(rt[0].Host)))
+		t.add2("rd:", registrable(strings.ToLower(rt[0].Host)))
 	}
 	for _, name := range []string{"x-mailer", "user-agent"} {
 		if v := a.header(name); v != "" {
@@ -78,23 +160,23 @@ func tokenize(a *analysis) []string {
 	if n := len(p.Envelope.To) + len(p.Envelope.Cc); n == 0 {
 		t.add("meta:no-to")
 	} else {
-		t.add("meta:rcpts:" + bucket(n))
+		t.add2("meta:rcpts:", bucket(n))
 	}
-	t.add("ct:" + p.Body.MIMEType())
+	t.add2("ct:", p.Body.MIMEType())
 	t.headerTokens(a, list)
 	for _, cs := range a.charsets {
-		t.add("cs:" + cs)
+		t.add2("cs:", cs)
 	}
 	p.Body.Walk(func(part *message.Part) bool {
 		if enc := strings.ToLower(part.Encoding); enc != "" && enc != "7bit" {
-			t.add("cte:" + part.Type + ":" + enc)
+			t.add3("cte:"+part.Type, ":", enc)
 		}
-		return len(t.list) < maxTokens
+		return !t.full()
 	})
 	for _, at := range a.attachments {
-		t.add("att:" + at.mime)
+		t.add2("att:", at.mime)
 		if ext := extension(at.name); ext != "" {
-			t.add("att-ext:" + ext)
+			t.add2("att-ext:", ext)
 		}
 	}
 	if a.hasHTML && !a.hasPlain {
@@ -110,8 +192,8 @@ func tokenize(a *analysis) []string {
 			t.add("url:ip")
 			continue
 		}
-		t.add("url:" + h)
-		t.add("url:" + registrable(h))
+		t.add2("url:", h)
+		t.add2("url:", registrable(h))
 	}
 	for _, txt := range a.plain {
 		if list {
@@ -125,65 +207,145 @@ func tokenize(a *analysis) []string {
 	for _, d := range a.html {
 		t.words(d.text, "")
 	}
-	return t.list
 }
 
 // words adds the words of s with a prefix. A word is a run of letters,
 // digits and the joiners ' - . $ ! that starts with a letter, digit or $;
 // trailing joiners are cut. Words are folded to lower case; words that are
 // too long become a length-class token; CJK text, which has no spaces,
-// becomes character bigrams.
+// becomes character bigrams. ASCII is read a byte at a time through a
+// table; only other text is decoded as runes.
 func (t *tokenSet) words(s, prefix string) {
-	var cur strings.Builder
 	var prevCJK rune
-	flush := func() {
-		w := strings.TrimRight(cur.String(), "'-.!")
-		cur.Reset()
-		n := utf8.RuneCountInString(w)
-		switch {
-		case n < minWordLen:
-			return
-		case n > maxWordLen:
-			w = "skip:" + w[:1] + strconv.Itoa(n/10*10)
-		case isYear(w):
-			w = "num:year"
+	runes := 0 // runes in t.word
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			prevCJK = 0
+			switch k := asciiClass[c]; {
+			case k == classWord:
+				t.wordByte(c|asciiLower(c), &runes)
+			case k == classJoiner && runes > 0:
+				t.wordByte(c, &runes)
+			case runes > 0:
+				t.flush(prefix, runes)
+				runes = 0
+				if t.full() {
+					return
+				}
+			}
+			continue
 		}
-		t.add(prefix + w)
-	}
-	for _, r := range s {
-		if len(t.list) >= maxTokens {
-			return
-		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
 		if isCJK(r) {
-			if cur.Len() > 0 {
-				flush()
+			if runes > 0 {
+				t.flush(prefix, runes)
+				runes = 0
 			}
 			if prevCJK != 0 && t.cjk < maxCJKTokens {
 				t.cjk++
-				t.add(prefix + string([]rune{prevCJK, r}))
+				start := len(t.text)
+				t.text = append(t.text, prefix...)
+				t.text = utf8.AppendRune(t.text, prevCJK)
+				t.text = utf8.AppendRune(t.text, r)
+				t.commit(start)
+				if t.full() {
+					return
+				}
 			}
 			prevCJK = r
 			continue
 		}
 		prevCJK = 0
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '$':
-			if cur.Len() < 4*maxWordLen+8 {
-				cur.WriteRune(unicode.ToLower(r))
-			} else {
-				cur.WriteRune('x') // keep counting the length cheaply
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			runes++
+			if len(t.word) < maxWordBytes {
+				t.word = utf8.AppendRune(t.word, unicode.ToLower(r))
 			}
-		case (r == '\'' || r == '-' || r == '.' || r == '!') && cur.Len() > 0:
-			cur.WriteRune(r)
-		default:
-			if cur.Len() > 0 {
-				flush()
+		} else if runes > 0 {
+			t.flush(prefix, runes)
+			runes = 0
+			if t.full() {
+				return
 			}
 		}
 	}
-	if cur.Len() > 0 {
-		flush()
+	if runes > 0 {
+		t.flush(prefix, runes)
 	}
+}
+
+// maxWordBytes bounds the bytes kept of one word; longer words only count
+// their length (they become a skip: token anyway).
+const maxWordBytes = 4*maxWordLen + 8
+
+func (t *tokenSet) wordByte(c byte, runes *int) {
+	*runes++
+	if len(t.word) < maxWordBytes {
+		t.word = append(t.word, c)
+	}
+}
+
+// flush adds the word in t.word (runes long) and empties it.
+func (t *tokenSet) flush(prefix string, runes int) {
+	w := t.word
+	t.word = t.word[:0]
+	for len(w) > 0 && asciiClass[w[len(w)-1]] == classJoiner {
+		w = w[:len(w)-1]
+		runes--
+	}
+	switch {
+	case runes < minWordLen:
+		return
+	case runes > maxWordLen:
+		start := len(t.text)
+		t.text = append(t.text, prefix...)
+		t.text = append(t.text, "skip:"...)
+		t.text = append(t.text, w[0])
+		t.text = strconv.AppendInt(t.text, int64(runes/10*10), 10)
+		t.commit(start)
+		return
+	case isYear(w):
+		t.add2(prefix, "num:year")
+		return
+	}
+	start := len(t.text)
+	t.text = append(t.text, prefix...)
+	t.text = append(t.text, w...)
+	t.commit(start)
+}
+
+// ASCII classes for words.
+const (
+	classOther   = 0
+	classWord    = 1 // letters, digits, $
+	classJoiner  = 2 // ' - . ! inside a word
+)
+
+var asciiClass = func() (t [256]byte) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = classWord
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = classWord
+		t[c-32] = classWord
+	}
+	t['$'] = classWord
+	for _, c := range "'-.!" {
+		t[c] = classJoiner
+	}
+	return t
+}()
+
+// asciiLower is the bit that folds an ASCII capital to lower case (0 for
+// other bytes).
+func asciiLower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return 0x20
+	}
+	return 0
 }
 
 func isCJK(r rune) bool {
@@ -230,8 +392,8 @@ func bucket(n int) string {
 // isYear reports whether w is a year from 1900 to 2099. Years are one
 // token: the corpus' sources are years apart, and a filter that learns
 // the year a message was written learns nothing about next year's mail.
-func isYear(w string) bool {
-	return len(w) == 4 && (w[:2] == "19" || w[:2] == "20") && w[2] >= '0' && w[2] <= '9' && w[3] >= '0' && w[3] <= '9'
+func isYear[S ~string | ~[]byte](w S) bool {
+	return len(w) == 4 && (w[0] == '1' && w[1] == '9' || w[0] == '2' && w[1] == '0') && w[2] >= '0' && w[2] <= '9' && w[3] >= '0' && w[3] <= '9'
 }
 
 // shapeTokens describe the message's make-up rather than its words: how
@@ -248,13 +410,13 @@ func (t *tokenSet) shapeTokens(a *analysis) {
 	for _, p := range a.plain {
 		letters += countLetters(p)
 	}
-	t.add("meta:letters:" + sizeBucket(letters))
+	t.add2("meta:letters:", sizeBucket(letters))
 	if imgs > 0 {
-		t.add("meta:img:" + bucket(imgs))
+		t.add2("meta:img:", bucket(imgs))
 	}
 	if cid > 0 {
 		t.add("meta:cid-img")
-		t.add("meta:cid-img-letters:" + sizeBucket(letters))
+		t.add2("meta:cid-img-letters:", sizeBucket(letters))
 	}
 }
 
