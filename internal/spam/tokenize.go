@@ -319,9 +319,9 @@ func (t *tokenSet) flush(prefix string, runes int) {
 
 // ASCII classes for words.
 const (
-	classOther   = 0
-	classWord    = 1 // letters, digits, $
-	classJoiner  = 2 // ' - . ! inside a word
+	classOther  = 0
+	classWord   = 1 // letters, digits, $
+	classJoiner = 2 // ' - . ! inside a word
 )
 
 var asciiClass = func() (t [256]byte) {
