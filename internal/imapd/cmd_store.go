@@ -183,6 +183,11 @@ func cmdCopy(s *session, cmd *command) (string, string, error) {
 		return "", "", nil
 	}
 	uidset := v.uidSet(idx)
+	if !move {
+		if err := s.checkCopyQuota(v.mb.ID, uidset); err != nil { // quota.go
+			return "", "", err
+		}
+	}
 	var res store.CopyResult
 	if move {
 		res, err = s.srv.st.Move(s.ctx, v.mb.ID, uidset, dst.ID)

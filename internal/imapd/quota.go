@@ -3,6 +3,8 @@ package imapd
 import (
 	"fmt"
 	"strconv"
+
+	"pimail/internal/store"
 )
 
 // QUOTA (RFC 9208). Every account has one quota root, "", covering all its
@@ -56,6 +58,43 @@ func (s *session) checkAppendQuota(size int64) error {
 	}
 	if limit > 0 && used+size > limit {
 		return no("OVERQUOTA", "quota exceeded: the mailbox is full")
+	}
+	return nil
+}
+
+// checkCopyQuota refuses a COPY of the messages uids of mailbox src that
+// would take the account over its STORAGE limit with NO [OVERQUOTA]
+// (RFC 9208 §4.3 and §5.1: COPY fails when it would exceed a quota of the
+// target's root; RFC 9051 §6.4.7: on failure nothing is copied). It is
+// checked before the store writes, so nothing is partly copied.
+//
+// MOVE (RFC 6851) is not checked: the account is one quota root, so a
+// move within it leaves the usage unchanged, and a full account must stay
+// able to move mail to Trash in order to delete it.
+//
+// The store's limits are soft (store.Quotas): two sessions copying at the
+// same instant can both pass this check, as with APPEND.
+func (s *session) checkCopyQuota(src int64, uids store.UIDSet) error {
+	limit, used, err := s.srv.st.Quota(s.ctx, s.acct.ID)
+	if err != nil {
+		return fmt.Errorf("quota of account %d: %w", s.acct.ID, err)
+	}
+	if limit == 0 {
+		return nil
+	}
+	if used >= limit {
+		return no("OVERQUOTA", "quota exceeded: the mailbox is full")
+	}
+	metas, err := s.srv.st.Fetch(s.ctx, src, uids, store.FetchOptions{})
+	if err != nil {
+		return fmt.Errorf("sizes of messages to copy: %w", err)
+	}
+	var size int64
+	for _, m := range metas {
+		size += m.Size
+	}
+	if used+size > limit {
+		return no("OVERQUOTA", "quota exceeded: copying %d messages (%d KiB) would go over the limit", len(metas), (size+1023)/1024)
 	}
 	return nil
 }

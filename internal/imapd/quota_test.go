@@ -58,3 +58,47 @@ func TestQuotaWithLimit(t *testing.T) {
 		t.Fatalf("APPEND without a limit: %q", l)
 	}
 }
+
+// TestQuotaCopyMove: a COPY that would go over the STORAGE limit is
+// NO [OVERQUOTA] and copies nothing, not even the messages that would
+// fit (RFC 9051 §6.4.7); a MOVE within the account, which does not change
+// the usage, still works when the account is full.
+func TestQuotaCopyMove(t *testing.T) {
+	e := newTestEnv(t, Config{})
+	ctx := context.Background()
+	if err := e.st.SetQuota(ctx, e.acct.Address, 10*1024); err != nil {
+		t.Fatal(err)
+	}
+	msg := "Subject: q\r\n\r\n" + strings.Repeat("x", 3000) + "\r\n" // 3017 bytes
+	e.deliver("INBOX", msg)
+	e.deliver("INBOX", msg)
+	r := e.raw()
+	r.login()
+	r.cmd("s", "SELECT INBOX")
+	// 2 × 3017 used; copying both (12068) would exceed 10240.
+	if l := last(r.cmd("c1", "COPY 1:2 Archive")); !strings.HasPrefix(l, "c1 NO [OVERQUOTA] ") {
+		t.Fatalf("COPY over quota: %q", l)
+	}
+	if res := r.cmd("st", "STATUS Archive (MESSAGES)"); res[0] != "* STATUS Archive (MESSAGES 0)" {
+		t.Fatalf("the refused COPY copied something: %q", res)
+	}
+	if l := last(r.cmd("c2", "UID COPY 1 Archive")); !strings.HasPrefix(l, "c2 OK [COPYUID ") {
+		t.Fatalf("COPY under quota: %q", l)
+	}
+	// Full now (9051 of 10240): one more copy does not fit.
+	if l := last(r.cmd("c3", "COPY 1 Archive")); !strings.HasPrefix(l, "c3 NO [OVERQUOTA] ") {
+		t.Fatalf("COPY over quota: %q", l)
+	}
+	if res := r.cmd("g", `GETQUOTA ""`); res[0] != `* QUOTA "" (STORAGE 9 10)` {
+		t.Fatalf("GETQUOTA: %q", res)
+	}
+	if l := last(r.cmd("m", "MOVE 1 Archive")); !strings.HasPrefix(l, "m OK") {
+		t.Fatalf("MOVE at quota: %q", l)
+	}
+	if res := r.cmd("st2", "STATUS Archive (MESSAGES)"); res[0] != "* STATUS Archive (MESSAGES 2)" {
+		t.Fatalf("after MOVE: %q", res)
+	}
+	if res := r.cmd("g2", `GETQUOTA ""`); res[0] != `* QUOTA "" (STORAGE 9 10)` {
+		t.Fatalf("GETQUOTA after MOVE: %q", res)
+	}
+}
