@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pimail/internal/imapwire"
+	"pimail/internal/metrics"
 )
 
 // cmdStartTLS implements STARTTLS (RFC 9051 §6.2.1).
@@ -113,6 +114,7 @@ func cmdAuthenticate(s *session, cmd *command) (string, string, error) {
 	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
 	if authz != "" && !strings.EqualFold(authz, user) {
 		s.failed++
+		metrics.AuthFailures.With(metrics.ProtoIMAP).Inc()
 		return "", "", no("AUTHORIZATIONFAILED", "cannot act as another user")
 	}
 	return s.login(user, pass)
@@ -126,6 +128,7 @@ func (s *session) login(user, pass string) (string, string, error) {
 	acct, err := s.srv.authn.Authenticate(s.ctx, user, pass, s.remoteIP)
 	if err != nil {
 		s.failed++
+		metrics.AuthFailures.With(metrics.ProtoIMAP).Inc()
 		s.log.Info("imap authentication failed", "user", user, "err", err)
 		return "", "", no("AUTHENTICATIONFAILED", "authentication failed")
 	}
@@ -136,5 +139,6 @@ func (s *session) login(user, pass string) (string, string, error) {
 	s.log = s.log.With("account", acct.Address)
 	s.events, s.unsub = s.srv.st.Subscribe(acct.ID)
 	s.log.Info("imap login")
+	metrics.Logins.With(metrics.ProtoIMAP).Inc()
 	return "CAPABILITY " + s.capabilities(), "Logged in", nil
 }

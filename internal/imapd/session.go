@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pimail/internal/imapwire"
+	"pimail/internal/metrics"
 	"pimail/internal/store"
 )
 
@@ -114,6 +115,7 @@ func (s *session) run() {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("imap session panic", "panic", v, "stack", string(debug.Stack()))
+			metrics.InternalErrors.With(metrics.ProtoIMAP).Inc()
 			s.w.Untagged("BYE [SERVERBUG] Internal error, closing connection")
 			_ = s.flush()
 		}
@@ -158,6 +160,9 @@ func (s *session) serveOne() error {
 		if pe.No {
 			status = "NO"
 		}
+		// The command could not be parsed: its name is not trusted.
+		metrics.Commands.With(metrics.ProtoIMAP, metrics.UnknownCommand).Inc()
+		metrics.CommandFailures.With(metrics.ProtoIMAP, metrics.UnknownCommand).Inc()
 		s.w.Tagged(pe.Tag, status, pe.Code, pe.Msg)
 		if pe.Fatal {
 			s.w.Untagged("BYE Too much data, closing connection")
@@ -238,6 +243,7 @@ type command struct {
 // dispatch runs one command and writes its tagged response.
 func (s *session) dispatch(c *imapwire.Command) result {
 	cmd := &command{tag: c.Tag, name: c.Name, args: c.Args}
+	defer func() { metrics.Commands.With(metrics.ProtoIMAP, cmd.label()).Inc() }()
 	if cmd.name == "UID" {
 		if len(cmd.args) == 0 || cmd.args[0].Kind != imapwire.KindAtom {
 			return s.finish(cmd, result{status: "BAD", text: "UID needs a command"})
@@ -280,6 +286,7 @@ func (s *session) dispatch(c *imapwire.Command) result {
 			res = result{status: "NO", text: "connection closed"}
 		} else {
 			s.log.Error("imap command failed", "cmd", cmd.name, "err", err)
+			metrics.InternalErrors.With(metrics.ProtoIMAP).Inc()
 			res = result{status: "NO", code: "SERVERBUG", text: "internal error"}
 		}
 	}
@@ -302,8 +309,28 @@ func (s *session) finish(cmd *command, res result) result {
 			s.log.Error("imap mailbox sync", "err", err)
 		}
 	}
+	if res.status != "OK" {
+		metrics.CommandFailures.With(metrics.ProtoIMAP, cmd.label()).Inc()
+	}
 	s.w.Tagged(cmd.tag, res.status, res.code, res.text)
 	return res
+}
+
+// label is the command's name for metrics: a name from the commands
+// table ("UID FETCH" for the UID forms), else metrics.UnknownCommand, so
+// that no text from the client becomes a label value.
+func (c *command) label() string {
+	if _, ok := commands[c.name]; !ok {
+		return metrics.UnknownCommand
+	}
+	if c.uid {
+		switch c.name {
+		case "FETCH", "SEARCH", "STORE", "COPY", "MOVE", "EXPUNGE", "SORT", "THREAD":
+			return "UID " + c.name
+		}
+		return metrics.UnknownCommand
+	}
+	return c.name
 }
 
 // cmdSpec says in which states a command is allowed.

@@ -40,6 +40,18 @@ const (
 	RejectOther            = "other"
 )
 
+// Limits that refuse a connection, the values of the "reason" label of
+// ConnectionsRefused.
+const (
+	RefuseTotal      = "total"       // the server's connection limit
+	RefusePerAddress = "per_address" // open connections of one client
+	RefuseRate       = "rate"        // new connections of one client per minute
+)
+
+// UnknownCommand is the "command" label of commands the server does not
+// know, so that garbage from the network never becomes a label value.
+const UnknownCommand = "unknown"
+
 // Outcomes of an outbound delivery attempt, the values of the "result"
 // label of QueueAttempts.
 const (
@@ -56,9 +68,30 @@ var (
 	// (Inc when a session starts, Dec when it ends).
 	ConnectionsActive = Default.NewGaugeVec("pimail_connections_active",
 		"Connections open now, by protocol.", "protocol")
+	// ConnectionsRefused counts connections refused before a session, by
+	// protocol and the limit that refused them (the Refuse* values).
+	ConnectionsRefused = Default.NewCounterVec("pimail_connections_refused_total",
+		"Connections refused before a session started, by protocol and limit.", "protocol", "reason")
 	// AuthFailures counts failed logins by protocol.
 	AuthFailures = Default.NewCounterVec("pimail_auth_failures_total",
 		"Failed authentication attempts, by protocol.", "protocol")
+	// Logins counts successful logins by protocol (failures are
+	// AuthFailures).
+	Logins = Default.NewCounterVec("pimail_logins_total",
+		"Successful logins, by protocol.", "protocol")
+	// Commands counts the commands of IMAP and POP3 sessions by name
+	// (names the server does not know are counted as "unknown").
+	Commands = Default.NewCounterVec("pimail_commands_total",
+		"Commands received, by protocol and command name.", "protocol", "command")
+	// CommandFailures counts commands answered with a failure (IMAP NO or
+	// BAD, POP3 -ERR), by protocol and command name.
+	CommandFailures = Default.NewCounterVec("pimail_command_failures_total",
+		"Commands answered with NO, BAD or -ERR, by protocol and command name.", "protocol", "command")
+	// InternalErrors counts server faults seen by a client (IMAP
+	// [SERVERBUG], a recovered panic, POP3 [SYS/TEMP] after a store
+	// error), by protocol.
+	InternalErrors = Default.NewCounterVec("pimail_internal_errors_total",
+		"Commands that failed because of a server fault, by protocol.", "protocol")
 
 	// MessagesAccepted counts messages accepted (250 after DATA) by the
 	// protocol they came in on (smtp or submission).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"pimail/internal/auth"
+	"pimail/internal/metrics"
 )
 
 // plainAuthAllowed is the project's rule for sending passwords: over TLS,
@@ -181,6 +182,7 @@ func cmdAuth(s *session, arg string) error {
 	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
 	if authz != "" && !strings.EqualFold(authz, user) {
 		s.failed++
+		metrics.AuthFailures.With(metrics.ProtoPOP3).Inc()
 		s.reply("-ERR [AUTH] cannot act as another user")
 		return nil
 	}
@@ -200,6 +202,7 @@ func (s *session) login(user, pass string) {
 	if err != nil {
 		s.failed++
 		s.log.Info("pop3 authentication failed", "user", user, "err", err)
+		metrics.AuthFailures.With(metrics.ProtoPOP3).Inc()
 		switch {
 		case errors.Is(err, auth.ErrRateLimited):
 			// Temporary: a later attempt may succeed (RFC 3206 §4).
@@ -208,6 +211,7 @@ func (s *session) login(user, pass string) {
 			s.reply("-ERR [AUTH] authentication failed")
 		default:
 			// The store or the server failed, not the credentials.
+			s.internalError()
 			s.reply("-ERR [SYS/TEMP] authentication is temporarily unavailable")
 		}
 		return
@@ -224,6 +228,7 @@ func (s *session) login(user, pass string) {
 	if err != nil {
 		s.srv.locks.release(acct.ID)
 		s.log.Error("pop3 opening maildrop", "account", acct.Address, "err", err)
+		s.internalError()
 		s.reply("-ERR [SYS/TEMP] cannot open maildrop, try again later")
 		return
 	}
@@ -234,5 +239,6 @@ func (s *session) login(user, pass string) {
 	s.log = s.log.With("account", acct.Address)
 	n, size := drop.stat()
 	s.log.Info("pop3 login", "messages", n)
+	metrics.Logins.With(metrics.ProtoPOP3).Inc()
 	s.reply(fmt.Sprintf("+OK maildrop locked and ready (%d messages, %d octets)", n, size))
 }

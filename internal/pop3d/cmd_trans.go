@@ -114,6 +114,7 @@ func (s *session) sendMessage(m *dropMsg, ok string, bodyLines int) error {
 	blob, _, err := s.srv.st.OpenBlob(ctx, m.blobID)
 	if err != nil {
 		s.log.Warn("pop3 opening message", "uid", m.uid, "err", err)
+		s.internalError()
 		s.reply("-ERR [SYS/TEMP] message cannot be read now")
 		return nil
 	}

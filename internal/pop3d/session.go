@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"pimail/internal/metrics"
 	"pimail/internal/store"
 )
 
@@ -43,6 +44,7 @@ type session struct {
 	bad      int       // invalid commands
 	failed   int       // failed logins
 	commands int       // commands in the AUTHORIZATION state
+	cmdName  string    // the command being answered, for metrics ("" before the first)
 }
 
 func newSession(srv *Server, c net.Conn) *session {
@@ -71,6 +73,7 @@ func (s *session) run() {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error("pop3 session panic", "panic", v, "stack", string(debug.Stack()))
+			metrics.InternalErrors.With(metrics.ProtoPOP3).Inc()
 			s.reply("-ERR [SYS/TEMP] internal error, closing connection")
 			_ = s.flush()
 		}
@@ -122,6 +125,7 @@ func (s *session) serveOne() error {
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
 	line, err := s.r.readLine()
 	if errors.Is(err, errLineTooLong) {
+		s.count(metrics.UnknownCommand)
 		return s.invalid("-ERR command line too long")
 	}
 	if err != nil {
@@ -167,8 +171,25 @@ func (s *session) invalid(resp string) error {
 	return nil
 }
 
-// reply queues one response line; the caller flushes.
+// count counts a command in the metrics; name is a known keyword or
+// metrics.UnknownCommand, never text from the client.
+func (s *session) count(name string) {
+	s.cmdName = name
+	metrics.Commands.With(metrics.ProtoPOP3, name).Inc()
+}
+
+// internalError counts a failure of the server (not of the client's
+// command) that the client is told about.
+func (s *session) internalError() {
+	metrics.InternalErrors.With(metrics.ProtoPOP3).Inc()
+}
+
+// reply queues one response line; the caller flushes. A negative
+// response to a command is counted in the metrics.
 func (s *session) reply(line string) {
+	if s.cmdName != "" && strings.HasPrefix(line, "-ERR") {
+		metrics.CommandFailures.With(metrics.ProtoPOP3, s.cmdName).Inc()
+	}
 	s.w.WriteString(line)
 	s.w.WriteString("\r\n")
 }
@@ -222,8 +243,10 @@ func (s *session) dispatch(line string) error {
 	keyword = strings.ToUpper(keyword)
 	cmd, ok := commands[keyword]
 	if !ok {
+		s.count(metrics.UnknownCommand)
 		return s.invalid("-ERR unknown command")
 	}
+	s.count(keyword)
 	valid := false
 	for _, st := range cmd.states {
 		valid = valid || st == s.state
@@ -254,6 +277,7 @@ func cmdQuit(s *session, arg string) error {
 	if err != nil {
 		// RFC 1939 §6: some deleted messages not removed gets -ERR.
 		s.log.Error("pop3 update failed", "err", err)
+		s.internalError()
 		s.unlock()
 		s.reply("-ERR [SYS/TEMP] some deleted messages not removed")
 		return nil
