@@ -196,6 +196,13 @@ type IMAP struct {
 	// a limit off. Over a limit: "* BYE [UNAVAILABLE]".
 	MaxConnections      int `toml:"max_connections"`
 	MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
+	// New connections per client per minute (a burst of that many, then
+	// one every minute/rate; refused attempts count too, and each refusal
+	// is logged with the client's address for fail2ban); negative: off.
+	ConnectionRate int `toml:"connection_rate"`
+	// LimitLoopback holds loopback clients to the per-client limits too
+	// (tests; a server behind a local proxy must not set it).
+	LimitLoopback bool `toml:"limit_loopback"`
 }
 
 // POP3 limits.
@@ -211,6 +218,13 @@ type POP3 struct {
 	// a limit off. Over a limit: "-ERR [SYS/TEMP]".
 	MaxConnections      int `toml:"max_connections"`
 	MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
+	// New connections per client per minute (a burst of that many, then
+	// one every minute/rate; refused attempts count too, and each refusal
+	// is logged with the client's address for fail2ban); negative: off.
+	ConnectionRate int `toml:"connection_rate"`
+	// LimitLoopback holds loopback clients to the per-client limits too
+	// (tests; a server behind a local proxy must not set it).
+	LimitLoopback bool `toml:"limit_loopback"`
 }
 
 // Log settings.
@@ -291,6 +305,7 @@ func Default() Config {
 			// mailbox).
 			MaxConnections:      1000,
 			MaxConnectionsPerIP: 20,
+			ConnectionRate:      60,
 		},
 		POP3: POP3{
 			MaxLineLength:       4096,
@@ -298,6 +313,7 @@ func Default() Config {
 			MaxErrors:           10,
 			MaxConnections:      200,
 			MaxConnectionsPerIP: 10,
+			ConnectionRate:      30,
 		},
 		Log: Log{Level: "info", Format: "text"},
 	}

@@ -54,6 +54,9 @@ const (
 	// watched mailbox), hence the generous per-address default.
 	DefaultMaxConnections      = 1000
 	DefaultMaxConnectionsPerIP = 20
+	// DefaultConnectionRate bounds the new connections of one client
+	// address per minute (a mail client opens a few connections at start and then keeps them).
+	DefaultConnectionRate = 60
 )
 
 // Config configures the IMAP server; the zero value is usable.
@@ -82,6 +85,14 @@ type Config struct {
 	// to MaxConnections. 0 means DefaultMaxConnectionsPerIP, a negative
 	// value no limit.
 	MaxConnectionsPerIP int
+	// ConnectionRate bounds the new connections of one client address per
+	// minute (a burst of that many, then one every minute/rate; attempts
+	// over the limit count too); loopback clients are exempt unless
+	// LimitLoopback is set. 0 means DefaultConnectionRate, a negative
+	// value no limit.
+	ConnectionRate int
+	// LimitLoopback holds loopback clients to the per-address limits.
+	LimitLoopback bool
 }
 
 func (c Config) withDefaults() Config {
@@ -102,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnectionsPerIP == 0 {
 		c.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if c.ConnectionRate == 0 {
+		c.ConnectionRate = DefaultConnectionRate
 	}
 	return c
 }
@@ -128,7 +142,8 @@ func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *
 	s := &Server{cfg: cfg, st: st, authn: authn, log: logger, ctx: ctx, cancel: cancel}
 	s.net = netserve.New(netserve.Config{
 		Name: "imap", MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,
-		Refusal: tooManyConns, Logger: logger,
+		ConnectionRate: cfg.ConnectionRate, LimitLoopback: cfg.LimitLoopback,
+		Refusal: tooManyConns, RateRefusal: tooManyConnsRate, Logger: logger,
 	}, func(c net.Conn) { newSession(s, c).run() })
 	return s
 }
@@ -147,3 +162,6 @@ func (s *Server) Close() error {
 // tooManyConns is the answer, in place of the greeting, to a connection
 // over a limit.
 const tooManyConns = "* BYE [UNAVAILABLE] too many connections\r\n"
+
+// tooManyConnsRate is the answer to a connection over the rate limit.
+const tooManyConnsRate = "* BYE [UNAVAILABLE] too many connections from your address, try again later\r\n"

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 func TestClientKeyOf(t *testing.T) {
@@ -29,7 +30,7 @@ func TestClientKeyOf(t *testing.T) {
 }
 
 func TestConnLimiter(t *testing.T) {
-	l := newConnLimiter(4, 2)
+	l := newConnLimiter(4, 2, 0, 0)
 	a := netip.MustParsePrefix("192.0.2.1/32")
 	b := netip.MustParsePrefix("2001:db8::/64")
 	lo := netip.MustParsePrefix("127.0.0.1/32")
@@ -59,10 +60,51 @@ func TestConnLimiter(t *testing.T) {
 		t.Fatalf("after releasing all: total %d, open %v", l.total, l.open)
 	}
 	// Negative limits mean none.
-	u := newConnLimiter(-1, -1)
+	u := newConnLimiter(-1, -1, 0, 0)
 	for range 100 {
 		if got := u.acquire(a, false); got != "" {
 			t.Fatalf("unlimited: %q", got)
 		}
+	}
+}
+
+func TestConnLimiterRate(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := newConnLimiter(-1, -1, 3, time.Minute)
+	l.now = func() time.Time { return now }
+	a := netip.MustParsePrefix("192.0.2.1/32")
+	b := netip.MustParsePrefix("192.0.2.2/32")
+	lo := netip.MustParsePrefix("127.0.0.1/32")
+	for i, want := range []string{"", "", "", overRateLimit, overRateLimit} {
+		if got := l.acquire(a, false); got != want {
+			t.Fatalf("a #%d: %q, want %q", i, got, want)
+		}
+	}
+	// Another client and an exempt one are not affected.
+	if got := l.acquire(b, false); got != "" {
+		t.Fatalf("b: %q", got)
+	}
+	for range 10 {
+		if got := l.acquire(lo, true); got != "" {
+			t.Fatalf("loopback: %q", got)
+		}
+	}
+	// One token comes back every 20 s; refused attempts spent theirs.
+	now = now.Add(20 * time.Second)
+	if got := l.acquire(a, false); got != "" {
+		t.Fatalf("a after 20 s: %q", got)
+	}
+	if got := l.acquire(a, false); got != overRateLimit {
+		t.Fatalf("a again: %q", got)
+	}
+	// After a full window the bucket is full again, and swept.
+	now = now.Add(2 * time.Minute)
+	for i := range 3 {
+		if got := l.acquire(a, false); got != "" {
+			t.Fatalf("a #%d after the window: %q", i, got)
+		}
+	}
+	if n := len(l.buckets); n != 1 {
+		t.Errorf("%d buckets after the sweep, want 1 (a)", n)
 	}
 }

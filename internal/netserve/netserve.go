@@ -1,8 +1,19 @@
 // Package netserve is the accept loop shared by pimail's own line-protocol
 // servers (IMAP, POP3): a goroutine per connection, limits on open
-// connections in total and per client address, tracking of listeners and
-// connections so that Close ends them all, and a bounded wait for the
-// sessions to finish.
+// connections in total and per client address and on new connections per
+// client address and minute, tracking of listeners and connections so that
+// Close ends them all, and a bounded wait for the sessions to finish.
+//
+// It counts connections in the metrics package (pimail_connections_total,
+// pimail_connections_active, pimail_connections_refused_total), labelled
+// with Config.Name as the protocol.
+//
+// A refused connection is logged with the client's bare address in
+// "remote", one line per refusal, at WARN for the per-client limits, so
+// that fail2ban can ban a client that keeps hammering the port
+// (SECURITY.md):
+//
+//	level=WARN msg="connection refused: rate limit" proto=imap remote=192.0.2.7 client=192.0.2.7/32 limit=60 window=1m0s
 package netserve
 
 import (
@@ -14,6 +25,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"pimail/internal/metrics"
 )
 
 // rejectTimeout bounds writing the refusal to a connection over a limit
@@ -28,10 +41,22 @@ type Config struct {
 	// MaxConnectionsPerIP those from one client (an IPv4 address or an
 	// IPv6 /64; loopback counts only against the total). <= 0: no limit.
 	MaxConnections, MaxConnectionsPerIP int
+	// ConnectionRate bounds the new connections of one client per
+	// RateWindow (default a minute): a token bucket that allows a burst
+	// of ConnectionRate and then one every RateWindow/ConnectionRate.
+	// Refused attempts spend tokens too. <= 0: no limit. Loopback
+	// clients are exempt.
+	ConnectionRate int
+	RateWindow     time.Duration
+	// LimitLoopback holds loopback clients to the per-client limits too
+	// (tests, and a host whose clients all come through a local proxy
+	// should not set it).
+	LimitLoopback bool
 	// Refusal is written, in place of the greeting, to a connection over
-	// a limit, which is then closed.
-	Refusal string
-	Logger  *slog.Logger
+	// a limit, which is then closed; RateRefusal to one over the rate
+	// limit (default Refusal).
+	Refusal, RateRefusal string
+	Logger               *slog.Logger
 }
 
 // Server accepts connections and runs handle for each.
@@ -53,10 +78,16 @@ func New(cfg Config, handle func(net.Conn)) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.RateWindow <= 0 {
+		cfg.RateWindow = time.Minute
+	}
+	if cfg.RateRefusal == "" {
+		cfg.RateRefusal = cfg.Refusal
+	}
 	return &Server{
 		cfg:       cfg,
 		handle:    handle,
-		limits:    newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP),
+		limits:    newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP, cfg.ConnectionRate, cfg.RateWindow),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[net.Conn]struct{}{},
 	}
@@ -93,6 +124,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		delay = 0
 		key, exempt := clientKeyOf(c.RemoteAddr())
+		exempt = exempt && !s.cfg.LimitLoopback
 		if over := s.limits.acquire(key, exempt); over != "" {
 			s.refuse(c, key, over)
 			continue
@@ -102,9 +134,13 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			return nil
 		}
+		metrics.Connections.With(s.cfg.Name).Inc()
+		active := metrics.ConnectionsActive.With(s.cfg.Name)
+		active.Inc()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer active.Dec()
 			defer s.limits.release(key)
 			defer s.untrack(c)
 			s.handle(c)
@@ -164,14 +200,40 @@ func (s *Server) Close() error {
 // goroutine (on an implicit-TLS port the write runs the handshake) within
 // rejectTimeout.
 func (s *Server) refuse(c net.Conn, key netip.Prefix, over string) {
-	if over == overTotalLimit {
-		s.cfg.Logger.Warn("connection refused: server connection limit", "remote", c.RemoteAddr().String(), "limit", s.cfg.MaxConnections)
-	} else {
-		s.cfg.Logger.Info("connection refused: per-address connection limit", "remote", c.RemoteAddr().String(), "client", key.String(), "limit", s.cfg.MaxConnectionsPerIP)
+	remote := remoteIP(c.RemoteAddr())
+	refusal := s.cfg.Refusal
+	switch over {
+	case overTotalLimit:
+		metrics.ConnectionsRefused.With(s.cfg.Name, metrics.RefuseTotal).Inc()
+		s.cfg.Logger.Warn("connection refused: server connection limit", "remote", remote, "limit", s.cfg.MaxConnections)
+	case overRateLimit:
+		metrics.ConnectionsRefused.With(s.cfg.Name, metrics.RefuseRate).Inc()
+		s.cfg.Logger.Warn("connection refused: rate limit", "remote", remote, "client", key.String(),
+			"limit", s.cfg.ConnectionRate, "window", s.cfg.RateWindow)
+		refusal = s.cfg.RateRefusal
+	default:
+		metrics.ConnectionsRefused.With(s.cfg.Name, metrics.RefusePerAddress).Inc()
+		s.cfg.Logger.Warn("connection refused: per-address connection limit", "remote", remote, "client", key.String(),
+			"limit", s.cfg.MaxConnectionsPerIP)
 	}
 	go func() {
 		_ = c.SetDeadline(time.Now().Add(rejectTimeout))
-		_, _ = io.WriteString(c, s.cfg.Refusal)
+		_, _ = io.WriteString(c, refusal)
 		c.Close()
 	}()
+}
+
+// Active returns the number of open connections.
+func (s *Server) Active() int { return s.limits.active() }
+
+// remoteIP is the address of a client without the port, as fail2ban's
+// <HOST> matches it.
+func remoteIP(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(a.String()); err == nil {
+		return host
+	}
+	return a.String()
 }

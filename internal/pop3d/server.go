@@ -58,6 +58,9 @@ const (
 	// maildrop lock refuses a second session anyway).
 	DefaultMaxConnections      = 200
 	DefaultMaxConnectionsPerIP = 10
+	// DefaultConnectionRate bounds the new connections of one client
+	// address per minute (a POP3 client checking every minute opens one connection a minute).
+	DefaultConnectionRate = 30
 )
 
 // Config configures the POP3 server; the zero value is usable.
@@ -93,6 +96,14 @@ type Config struct {
 	// to MaxConnections. 0 means DefaultMaxConnectionsPerIP, a negative
 	// value no limit.
 	MaxConnectionsPerIP int
+	// ConnectionRate bounds the new connections of one client address per
+	// minute (a burst of that many, then one every minute/rate; attempts
+	// over the limit count too); loopback clients are exempt unless
+	// LimitLoopback is set. 0 means DefaultConnectionRate, a negative
+	// value no limit.
+	ConnectionRate int
+	// LimitLoopback holds loopback clients to the per-address limits.
+	LimitLoopback bool
 }
 
 func (c Config) withDefaults() Config {
@@ -118,6 +129,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnectionsPerIP == 0 {
 		c.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if c.ConnectionRate == 0 {
+		c.ConnectionRate = DefaultConnectionRate
 	}
 	return c
 }
@@ -145,7 +159,8 @@ func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *
 	s := &Server{cfg: cfg, st: st, authn: authn, log: logger, ctx: ctx, cancel: cancel, locks: newLockTable()}
 	s.net = netserve.New(netserve.Config{
 		Name: "pop3", MaxConnections: cfg.MaxConnections, MaxConnectionsPerIP: cfg.MaxConnectionsPerIP,
-		Refusal: tooManyConns, Logger: logger,
+		ConnectionRate: cfg.ConnectionRate, LimitLoopback: cfg.LimitLoopback,
+		Refusal: tooManyConns, RateRefusal: tooManyConnsRate, Logger: logger,
 	}, func(c net.Conn) { newSession(s, c).run() })
 	return s
 }
@@ -192,3 +207,6 @@ func (t *lockTable) release(accountID int64) {
 // tooManyConns is the answer, in place of the greeting, to a connection
 // over a limit.
 const tooManyConns = "-ERR [SYS/TEMP] too many connections\r\n"
+
+// tooManyConnsRate is the answer to a connection over the rate limit.
+const tooManyConnsRate = "-ERR [SYS/TEMP] too many connections from your address, try again later\r\n"

@@ -161,6 +161,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 
 		MaxConnections:      cfg.IMAP.MaxConnections,
 		MaxConnectionsPerIP: cfg.IMAP.MaxConnectionsPerIP,
+		ConnectionRate:      cfg.IMAP.ConnectionRate,
+		LimitLoopback:       cfg.IMAP.LimitLoopback,
 	}, st, authn, logger.With("proto", "imap"))
 	if filters.Spam != nil {
 		// Moving mail into or out of Junk over IMAP trains the account's model.
@@ -177,6 +179,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 
 		MaxConnections:      cfg.POP3.MaxConnections,
 		MaxConnectionsPerIP: cfg.POP3.MaxConnectionsPerIP,
+		ConnectionRate:      cfg.POP3.ConnectionRate,
+		LimitLoopback:       cfg.POP3.LimitLoopback,
 	}, st, authn, logger.With("proto", "pop3"))
 	metrics.WatchStore(st, 30*time.Second)
 	auto := autoconfig.New(autoconfig.Config{
