@@ -1,7 +1,6 @@
 package spam
 
 import (
-	"net/url"
 	"strings"
 
 	"pimail/internal/message"
@@ -36,11 +35,15 @@ type analysis struct {
 
 	attachments []attachment
 	urls        []string // every URL seen, plain text and HTML, deduplicated
-	links       []link
-	parts       int
-	b64Text     bool // a text part in base64
-	charsets    []string
-	mimeVersion bool
+	hosts       []string // urlHost of each of urls ("" if none)
+	// Letters and capitals of the visible text (plain and HTML), counted
+	// once for the rules and the shape tokens.
+	letters, upper int
+	links          []link
+	parts          int
+	b64Text        bool // a text part in base64
+	charsets       []string
+	mimeVersion    bool
 }
 
 type attachment struct {
@@ -71,6 +74,7 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 		if len(a.urls) < maxURLs && !seenURL[u] {
 			seenURL[u] = true
 			a.urls = append(a.urls, u)
+			a.hosts = append(a.hosts, urlHost(u))
 		}
 	}
 	seenCS := map[string]bool{}
@@ -114,9 +118,11 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 			}
 			a.links = append(a.links, d.links...)
 			a.html = append(a.html, d)
+			a.countCase(d.text)
 		} else {
 			a.hasPlain = true
 			a.plain = append(a.plain, text)
+			a.countCase(text)
 			for _, u := range plainURLs(text, 100) {
 				addURL(u)
 			}
@@ -124,6 +130,13 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 		return true
 	})
 	return a
+}
+
+// countCase adds the letters and capitals of s to the analysis' counts.
+func (a *analysis) countCase(s string) {
+	u, l := caseCounts(s)
+	a.upper += u
+	a.letters += l
 }
 
 // header returns the first value of a top-level field, "" when absent.
@@ -151,16 +164,20 @@ func (a *analysis) bodyText() string {
 	return b.String()
 }
 
-// plainURLs finds http(s):// and www. URLs in plain text, at most n.
+// plainURLs finds http(s):// and www. URLs in plain text, at most n, in
+// one pass over the text (no lower-cased copy, no search per pattern).
 func plainURLs(text string, n int) []string {
 	var out []string
-	lower := strings.ToLower(text)
-	for i := 0; i < len(lower) && len(out) < n; {
-		j := indexURLStart(lower[i:])
+	for i := 0; i < len(text) && len(out) < n; {
+		j := strings.IndexAny(text[i:], "hHwW")
 		if j < 0 {
 			break
 		}
 		start := i + j
+		if !urlStartAt(text[start:]) {
+			i = start + 1
+			continue
+		}
 		end := start
 		for end < len(text) && end-start < 2048 && isURLByte(text[end]) {
 			end++
@@ -174,41 +191,100 @@ func plainURLs(text string, n int) []string {
 	return out
 }
 
-func indexURLStart(s string) int {
-	best := -1
-	for _, p := range []string{"http://", "https://", "www."} {
-		if k := strings.Index(s, p); k >= 0 && (best < 0 || k < best) {
-			best = k
+// urlStartAt reports whether s starts with http://, https:// or www. (any case).
+func urlStartAt(s string) bool {
+	return hasPrefixFold(s, "http://") || hasPrefixFold(s, "https://") || hasPrefixFold(s, "www.")
+}
+
+// hasPrefixFold is strings.HasPrefix ignoring ASCII case; prefix is lower case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if s[i]|asciiLower(s[i]) != prefix[i] {
+			return false
 		}
 	}
-	return best
+	return true
 }
 
 func isURLByte(c byte) bool {
 	return c > ' ' && c < 0x7f && c != '<' && c != '>' && c != '"' && c != '\''
 }
 
-// urlHost returns the lower-case host of a URL or bare "www." reference,
-// "" when there is none (mailto:, relative links).
+// urlHost returns the lower-case host of an http(s) URL or bare "www."
+// reference, "" when there is none (mailto:, relative links). It reads
+// the authority by hand (RFC 3986 §3.2): what stands between "//" and the
+// first / ? # or \, without userinfo and port; broken URLs still name a
+// host this way.
 func urlHost(raw string) string {
 	s := strings.TrimSpace(raw)
-	ls := strings.ToLower(s)
-	if strings.HasPrefix(ls, "www.") {
-		s = "http://" + s
-	} else if !strings.HasPrefix(ls, "http://") && !strings.HasPrefix(ls, "https://") {
+	switch {
+	case hasPrefixFold(s, "http://"):
+		s = s[7:]
+	case hasPrefixFold(s, "https://"):
+		s = s[8:]
+	case hasPrefixFold(s, "www."):
+	default:
 		return ""
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		// Broken URLs still name a host: take what stands before the path.
-		rest := s[strings.Index(s, "//")+2:]
-		if k := strings.IndexAny(rest, "/?#"); k >= 0 {
-			rest = rest[:k]
-		}
-		if k := strings.LastIndexByte(rest, '@'); k >= 0 {
-			rest = rest[k+1:]
-		}
-		return strings.ToLower(rest)
+	if k := strings.IndexAny(s, "/?#\\"); k >= 0 {
+		s = s[:k]
 	}
-	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if k := strings.LastIndexByte(s, '@'); k >= 0 {
+		s = s[k+1:]
+	}
+	if strings.HasPrefix(s, "[") { // IPv6 literal
+		if k := strings.IndexByte(s, ']'); k > 0 {
+			return strings.ToLower(s[1:k])
+		}
+		return ""
+	}
+	if k := strings.LastIndexByte(s, ':'); k >= 0 {
+		s = s[:k]
+	}
+	s = strings.TrimSuffix(s, ".")
+	if decoded, ok := unescapeHost(s); ok {
+		s = decoded
+	}
+	return lowerASCII(s)
+}
+
+// unescapeHost decodes %XX escapes in a host (RFC 3986 §3.2.2 allows
+// them; spammers use them to hide names).
+func unescapeHost(s string) (string, bool) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, false
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b), true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f' }
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c | 0x20 - 'a' + 10
+}
+
+// lowerASCII lower-cases ASCII letters, allocating only when there is one
+// to change.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package spam
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -41,26 +42,29 @@ func ruleTextBase64(c *ruleCtx) bool { return c.a.b64Text }
 
 // ruleBodyCaps: more than 60 % capitals over at least 200 letters.
 func ruleBodyCaps(c *ruleCtx) bool {
-	up, letters := 0, 0
-	for _, t := range c.a.plain {
-		u, l := caseCounts(t)
-		up, letters = up+u, letters+l
-	}
-	for _, d := range c.a.html {
-		u, l := caseCounts(d.text)
-		up, letters = up+u, letters+l
-	}
-	return letters >= 200 && up*10 > letters*6
+	return c.a.letters >= 200 && c.a.upper*10 > c.a.letters*6
 }
 
+// isIPHost reports whether a URL host is an IP literal. Only strings of
+// the right characters are parsed (a failed parse allocates an error).
 func isIPHost(h string) bool {
-	_, err := netip.ParseAddr(strings.Trim(h, "[]"))
+	h = strings.Trim(h, "[]")
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= '0' && c <= '9' || c == '.' || c == ':' || isHex(c)) {
+			return false
+		}
+	}
+	_, err := netip.ParseAddr(h)
 	return err == nil
 }
 
 func ruleURLIP(c *ruleCtx) bool {
-	for _, u := range c.a.urls {
-		if h := urlHost(u); h != "" && isIPHost(h) {
+	for _, h := range c.a.hosts {
+		if h != "" && isIPHost(h) {
 			return true
 		}
 	}
@@ -120,13 +124,22 @@ func looksLikeDomain(s string) bool {
 }
 
 func ruleManyHosts(c *ruleCtx) bool {
-	hosts := map[string]bool{}
-	for _, u := range c.a.urls {
-		if h := urlHost(u); h != "" {
-			hosts[registrable(h)] = true
+	var seen [9]string
+	n := 0
+	for _, h := range c.a.hosts {
+		if h == "" {
+			continue
+		}
+		r := registrable(h)
+		if !slices.Contains(seen[:n], r) {
+			if n == len(seen) {
+				return true // more than 8
+			}
+			seen[n] = r
+			n++
 		}
 	}
-	return len(hosts) > 8
+	return false
 }
 
 // execExtensions are file name extensions that run code when opened on

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"pimail/internal/message"
 )
@@ -62,8 +63,22 @@ func ruleSubjectCaps(c *ruleCtx) bool {
 	return letters >= 10 && up*10 >= letters*9
 }
 
+// caseCounts counts letters and capitals; ASCII through a table.
 func caseCounts(s string) (upper, letters int) {
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if asciiClass[c] == classWord && c > '9' && c != '$' {
+				letters++
+				if c <= 'Z' {
+					upper++
+				}
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
 		if unicode.IsLetter(r) {
 			letters++
 			if unicode.IsUpper(r) {

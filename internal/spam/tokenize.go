@@ -1,7 +1,6 @@
 package spam
 
 import (
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,12 +182,11 @@ func (t *tokenSet) tokenize(a *analysis) {
 		t.add("meta:html-only")
 	}
 	t.shapeTokens(a)
-	for _, u := range a.urls {
-		h := urlHost(u)
+	for _, h := range a.hosts {
 		if h == "" {
 			continue
 		}
-		if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		if isIPHost(h) {
 			t.add("url:ip")
 			continue
 		}
@@ -356,15 +354,21 @@ func isCJK(r rune) bool {
 // registrable approximates the registrable domain: the last two labels, or
 // three when the second-level label is short (co.uk, com.au).
 func registrable(host string) string {
-	labels := strings.Split(host, ".")
-	n := len(labels)
-	if n <= 2 {
+	last := strings.LastIndexByte(host, '.')
+	if last < 0 {
 		return host
 	}
-	if len(labels[n-2]) <= 3 && len(labels[n-1]) == 2 {
-		return strings.Join(labels[n-3:], ".")
+	second := strings.LastIndexByte(host[:last], '.')
+	if second < 0 {
+		return host
 	}
-	return strings.Join(labels[n-2:], ".")
+	if last-second-1 <= 3 && len(host)-last-1 == 2 {
+		if third := strings.LastIndexByte(host[:second], '.'); third >= 0 {
+			return host[third+1:]
+		}
+		return host
+	}
+	return host[second+1:]
 }
 
 // extension returns the lower-case last extension of a file name, "" if none.
