@@ -1,18 +1,32 @@
 package submission
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"time"
 )
 
 // guardListener hands out guardConns.
-type guardListener struct{ net.Listener }
+type guardListener struct {
+	net.Listener
+	// tls, when set, is the configuration for connections that arrive
+	// already wrapped by tls.NewListener (see Accept).
+	tls *tls.Config
+}
 
 func (l guardListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
+	}
+	if tc, ok := c.(*tls.Conn); ok && l.tls != nil {
+		// An implicit-TLS listener (465) wrapped by the caller: the
+		// handshake has not started, so the guard goes under a fresh
+		// TLS server. go-smtp must see the *tls.Conn itself, or it
+		// takes the session for plain text (offers STARTTLS, and no
+		// AUTH).
+		return tls.Server(&guardConn{Conn: tc.NetConn()}, l.tls), nil
 	}
 	return &guardConn{Conn: c}, nil
 }

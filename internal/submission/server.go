@@ -168,8 +168,10 @@ func New(cfg Config, d Deps) (*Server, error) {
 }
 
 // Serve accepts plain connections that may upgrade with STARTTLS (587).
+// A listener made by tls.NewListener (465) works too: its connections
+// are served with implicit TLS under the server's TLS configuration.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.serve(guardListener{ln})
+	return s.serve(guardListener{Listener: ln, tls: s.cfg.TLS})
 }
 
 func (s *Server) serve(ln net.Listener) error {
@@ -182,7 +184,7 @@ func (s *Server) serve(ln net.Listener) error {
 // ServeTLS accepts implicit-TLS connections (465, RFC 8314 §3.3).
 func (s *Server) ServeTLS(ln net.Listener) error {
 	// The guard goes under TLS: go-smtp must see the *tls.Conn itself.
-	return s.serve(tls.NewListener(guardListener{ln}, s.cfg.TLS.Clone()))
+	return s.serve(tls.NewListener(guardListener{Listener: ln}, s.cfg.TLS.Clone()))
 }
 
 // Close stops every listener and connection.

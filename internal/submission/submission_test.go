@@ -346,3 +346,33 @@ func (r rawTP) cmdClass(t *testing.T, line string, class int) {
 		t.Fatalf("%s: %d %s, want %dxx", line, c, msg, class)
 	}
 }
+
+// TestServeWrappedTLSListener: Serve given a listener from tls.NewListener
+// (as `pimail serve` opens port 465) runs implicit TLS: go-smtp sees a TLS
+// session, so EHLO offers AUTH and no STARTTLS (RFC 3207 §4.2), and AUTH
+// PLAIN works.
+func TestServeWrappedTLSListener(t *testing.T) {
+	e := newEnv(t, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.srv.Serve(tls.NewListener(ln, e.srv.cfg.TLS))
+	c, err := smtp.DialTLS(ln.Addr().String(), e.clientTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Hello("client.example"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := c.Extension("STARTTLS"); ok {
+		t.Error("STARTTLS offered inside implicit TLS")
+	}
+	if ok, mechs := c.Extension("AUTH"); !ok || !strings.Contains(mechs, "PLAIN") {
+		t.Fatalf("AUTH PLAIN not offered inside implicit TLS (AUTH %q)", mechs)
+	}
+	if err := c.Auth(sasl.NewPlainClient("", "alice@example.org", alicePW)); err != nil {
+		t.Fatalf("AUTH PLAIN: %v", err)
+	}
+}
