@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pimail/internal/deliverylog"
+	"pimail/internal/metrics"
 	"pimail/internal/store"
 )
 
@@ -74,19 +75,23 @@ func (q *Queue) process(ctx context.Context, e store.QueueEntry) {
 		case r.done:
 			rc.State = store.QueueDelivered
 			result = store.ResultDelivered
+			countAttempt(metrics.ResultDelivered)
 			log.Info("delivered", "rcpt", rc.Address, "remote", r.remote, "reply", r.reply)
 		case r.perm:
 			rc.State = store.QueueFailed
 			result = store.ResultBounced
+			countAttempt(metrics.ResultFailed)
 			failed = append(failed, i)
 			log.Warn("delivery failed permanently", "rcpt", rc.Address, "remote", r.remote, "reply", r.reply)
 		case now.Sub(e.Created) >= q.cfg.MaxAge:
 			rc.State = store.QueueFailed
 			result = store.ResultBounced
 			rc.LastError = fmt.Sprintf("%s (retried for %s; giving up)", r.reply, q.cfg.MaxAge)
+			countAttempt(metrics.ResultFailed)
 			failed = append(failed, i)
 			log.Warn("delivery failed: too old", "rcpt", rc.Address, "reply", r.reply)
 		default:
+			countAttempt(metrics.ResultDeferred)
 			log.Info("delivery deferred", "rcpt", rc.Address, "remote", r.remote, "reply", r.reply)
 		}
 		q.dlog.Log(store.DeliveryLogEntry{Direction: store.DirectionOut, Result: result, QueueID: e.ID,

@@ -47,6 +47,7 @@ func (q *Queue) notify(ctx context.Context, log *slog.Logger, e store.QueueEntry
 		}
 		log.Info("notification queued", "dsn_queue_id", id)
 	}
+	queueNotices.With(action).Inc()
 	log.Info("notification sent", "sender", e.MailFrom, "action", action, "rcpts", len(idx))
 }
 

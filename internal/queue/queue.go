@@ -221,6 +221,7 @@ func (q *Queue) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	q.cancel = cancel
 	q.done = make(chan struct{})
+	q.watchSize()
 	go q.run(ctx)
 }
 
