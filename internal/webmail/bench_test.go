@@ -2,9 +2,13 @@ package webmail
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -104,4 +108,69 @@ func BenchmarkReadPlain120KFewLinks(b *testing.B) {
 	f.deliver(b, "carol@example.net", []string{"alice@example.com"}, "From: carol@example.net\nSubject: big\n\n"+
 		big(120_000, strings.Repeat("A line of ordinary prose, seventy characters long or thereabouts.\n", 30)+"See https://example.org/x\n"))
 	benchRequest(b, f, "/msg/"+itoa(f.box(b, "alice@example.com", "INBOX").ID)+"/1")
+}
+
+// corpusMessages returns the first n messages of the shared corpus mbox
+// (../shared/corpus), or skips the benchmark without it.
+func corpusMessages(b *testing.B, n int) []string {
+	raw, err := os.ReadFile("../../../shared/corpus/mailbox/mailbox-1k.mbox")
+	if err != nil {
+		b.Skipf("corpus: %v", err)
+	}
+	var out []string
+	for _, m := range strings.Split("\n"+string(raw), "\nFrom ")[1:] {
+		_, m, _ = strings.Cut(m, "\n") // the "From " line
+		out = append(out, strings.ReplaceAll(m, "\n>From ", "\nFrom "))
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// BenchmarkLoadMix is the webbench load (list the inbox, open a random
+// message of its first page, alternately) over 200 corpus messages and the
+// three sized ones, from 10 concurrent sessions: CPU per request.
+func BenchmarkLoadMix(b *testing.B) {
+	f := benchFixture(b, 0)
+	for _, m := range corpusMessages(b, 200) {
+		f.deliver(b, "seed@corpus.bench.test", []string{"alice@example.com"}, m)
+	}
+	for _, size := range []int{1000, 20000, 120000} {
+		f.deliver(b, "sender@corpus.bench.test", []string{"alice@example.com"},
+			fmt.Sprintf("From: sender@corpus.bench.test\nSubject: rcbench size %d\n\n%s\n", size, big(size-60, "A line of ordinary prose, seventy characters long or thereabouts.\n")))
+	}
+	inbox := "/box/" + itoa(f.box(b, "alice@example.com", "INBOX").ID)
+	metas := f.metas(b, "alice@example.com", "INBOX")
+	var page []string
+	for i := len(metas) - 1; i >= 0 && len(page) < 50; i-- {
+		page = append(page, "/msg/"+itoa(metas[i].MailboxID)+"/"+strconv.FormatUint(uint64(metas[i].UID), 10))
+	}
+	b.ReportAllocs()
+	b.SetParallelism(5)
+	cpu0 := cpuTime()
+	var n atomic.Int64
+	var seq atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		sess := f.srv.sessions.create(f.ids["alice@example.com"], "alice@example.com", time.Now())
+		ck := &http.Cookie{Name: "pimail", Value: sess.id}
+		rng := rand.New(rand.NewPCG(uint64(seq.Add(1)), 1))
+		for k := 0; pb.Next(); k++ {
+			path := inbox
+			if k%2 == 1 {
+				path = page[rng.IntN(len(page))]
+			}
+			req := httptest.NewRequest("GET", path, nil)
+			req.AddCookie(ck)
+			rec := httptest.NewRecorder()
+			f.srv.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Errorf("%s: %d", path, rec.Code)
+				return
+			}
+			n.Add(1)
+		}
+	})
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(n.Load()), "cpu-µs/op")
 }

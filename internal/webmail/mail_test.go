@@ -404,3 +404,34 @@ func TestJunkTrainsFilter(t *testing.T) {
 	act(junk, url.Values{"op": {"notjunk"}, "uid": {itoa(int64(in[2].UID))}})
 	expect(3, true, true, 2, 1)
 }
+
+// TestReadCacheFresh: the read page's cached index entry never outlives a
+// change made elsewhere (IMAP, another session): flags show as they are now
+// and an expunged message is gone.
+func TestReadCacheFresh(t *testing.T) {
+	f := newFixture(t)
+	f.deliver(t, "carol@example.net", []string{"alice@example.com"}, simpleMail)
+	c := f.client(t)
+	c.login("alice@example.com")
+	inbox := f.box(t, "alice@example.com", "INBOX")
+	path := "/msg/" + itoa(inbox.ID) + "/1"
+	for i := range 2 {
+		_, body := c.get(path)
+		if !strings.Contains(body, `value="flag">Flag`) || !strings.Contains(body, `id="body-text">Hi Alice, see <a href="https://example.org/page"`) {
+			t.Fatalf("read %d: not an unflagged message page:\n%.600s", i, body)
+		}
+	}
+	ctx := context.Background()
+	one := store.UIDSet{{Start: 1, Stop: 1}}
+	if _, err := f.st.StoreFlags(ctx, inbox.ID, one, store.FlagsAdd, store.FlagFlagged|store.FlagDeleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := c.get(path); !strings.Contains(body, `value="unflag">Unflag`) {
+		t.Fatalf("flag set elsewhere not shown:\n%.600s", body)
+	}
+	if _, err := f.st.Expunge(ctx, inbox.ID, one); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := c.get(path)
+	expectStatus(t, resp, http.StatusNotFound, body)
+}

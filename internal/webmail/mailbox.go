@@ -24,6 +24,10 @@ type folder struct {
 	Special  string
 	Messages int
 	Unseen   int
+	// UIDValidity and HighestModSeq as of this request's mailbox list:
+	// the read path's cache checks them.
+	UIDValidity   uint32
+	HighestModSeq uint64
 }
 
 // view is what every logged-in page shows around its content.
@@ -71,7 +75,11 @@ func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error)
 	c, ok := s.folderCache.m[accountID]
 	s.folderCache.mu.Unlock()
 	if ok && c.key == string(key) {
-		return slices.Clone(c.folders), nil
+		return slices.Clone(c.folders), nil // the key holds every mailbox's HIGHESTMODSEQ
+	}
+	state := make(map[int64]store.Mailbox, len(boxes))
+	for _, b := range boxes {
+		state[b.ID] = b
 	}
 	counts, err := s.st.MailboxCounts(ctx, accountID)
 	if err != nil {
@@ -81,8 +89,12 @@ func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error)
 	for _, c := range counts {
 		depth := strings.Count(c.Name, store.HierarchySeparator)
 		label := c.Name[strings.LastIndex(c.Name, store.HierarchySeparator)+1:]
+		// The mailbox list read above is the one the cache key was made
+		// from: its UIDVALIDITY and HIGHESTMODSEQ go with the counters.
+		b := state[c.ID]
 		out = append(out, folder{ID: c.ID, Name: c.Name, Label: label, Depth: depth,
-			Special: c.SpecialUse, Messages: c.Messages, Unseen: c.Unseen})
+			Special: c.SpecialUse, Messages: c.Messages, Unseen: c.Unseen,
+			UIDValidity: b.UIDValidity, HighestModSeq: b.HighestModSeq})
 	}
 	slices.SortStableFunc(out, func(a, b folder) int {
 		if oa, ob := specialOrder(a), specialOrder(b); oa != ob {
@@ -117,6 +129,12 @@ func (s *Server) newView(w http.ResponseWriter, r *http.Request, sess *session, 
 		return view{}, false
 	}
 	return view{Title: title, User: sess.address, CSRF: sess.csrf, Folders: fs}, true
+}
+
+// mailbox is the folder as the store names it (with the state the read
+// cache checks).
+func (f folder) mailbox() store.Mailbox {
+	return store.Mailbox{ID: f.ID, Name: f.Name, SpecialUse: f.Special, UIDValidity: f.UIDValidity, HighestModSeq: f.HighestModSeq}
 }
 
 // folderByID finds one of the view's folders.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -34,9 +35,23 @@ func (s *Server) loadMessage(ctx context.Context, sess *session, boxID, uidStr s
 // loadIn reads message uidStr of a mailbox the caller has checked belongs
 // to the session's account.
 func (s *Server) loadIn(ctx context.Context, box store.Mailbox, uidStr string) (loaded, error) {
+	l, err := s.loadMeta(ctx, box, uidStr)
+	if err != nil {
+		return l, err
+	}
+	return l, s.loadRaw(ctx, &l)
+}
+
+// loadMeta is loadIn without the message's bytes (loadRaw reads them). The
+// index entry comes from the cache while the mailbox has not changed.
+func (s *Server) loadMeta(ctx context.Context, box store.Mailbox, uidStr string) (loaded, error) {
 	uid, err := strconv.ParseUint(uidStr, 10, 32)
 	if err != nil || uid == 0 {
 		return loaded{}, fmt.Errorf("uid %q: %w", uidStr, store.ErrNotFound)
+	}
+	key := msgKey{box: box.ID, uid: uint32(uid)}
+	if e, ok := s.metas.get(key); ok && box.HighestModSeq != 0 && e.validity == box.UIDValidity && e.modseq == box.HighestModSeq {
+		return loaded{box: box, meta: e.meta}, nil
 	}
 	metas, err := s.st.Fetch(ctx, box.ID, store.UIDSet{{Start: uint32(uid), Stop: uint32(uid)}}, store.FetchOptions{Parsed: true})
 	if err != nil {
@@ -45,11 +60,23 @@ func (s *Server) loadIn(ctx context.Context, box store.Mailbox, uidStr string) (
 	if len(metas) != 1 || metas[0].Parsed == nil || metas[0].Parsed.Body == nil {
 		return loaded{}, fmt.Errorf("message %d/%d: %w", box.ID, uid, store.ErrNotFound)
 	}
-	raw, err := s.st.ReadBlob(ctx, metas[0].BlobID)
-	if err != nil {
-		return loaded{}, fmt.Errorf("read message %d/%d: %w", box.ID, uid, err)
+	if box.HighestModSeq != 0 {
+		s.metas.put(key, metaEntry{validity: box.UIDValidity, modseq: box.HighestModSeq, meta: metas[0]}, 1)
 	}
-	return loaded{box: box, meta: metas[0], raw: raw}, nil
+	return loaded{box: box, meta: metas[0]}, nil
+}
+
+// loadRaw reads the message's bytes into l.raw.
+func (s *Server) loadRaw(ctx context.Context, l *loaded) error {
+	if l.raw != nil {
+		return nil
+	}
+	raw, err := s.st.ReadBlob(ctx, l.meta.BlobID)
+	if err != nil {
+		return fmt.Errorf("read message %d/%d: %w", l.box.ID, l.meta.UID, err)
+	}
+	l.raw = raw
+	return nil
 }
 
 func (s *Server) loadOr404(w http.ResponseWriter, r *http.Request, sess *session) (loaded, bool) {
@@ -66,7 +93,7 @@ func (s *Server) loadInViewOr404(w http.ResponseWriter, r *http.Request, v *view
 		s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
 		return loaded{}, false
 	}
-	l, err := s.loadIn(r.Context(), store.Mailbox{ID: f.ID, Name: f.Name, SpecialUse: f.Special}, r.PathValue("uid"))
+	l, err := s.loadMeta(r.Context(), f.mailbox(), r.PathValue("uid"))
 	return s.loadedOr404(w, r, l, err)
 }
 
@@ -180,6 +207,7 @@ type readData struct {
 	ReplyTo     string
 	Date        string
 	Text        []segment
+	Body        template.HTML // the plain text rendered (else from Text)
 	HasHTML     bool
 	ShowHTML    bool
 	FrameURL    string
@@ -217,31 +245,28 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	}
 	d.Date = date.Local().Format("Mon, 2 Jan 2006 15:04")
 	d.Junk = hasKeyword(l.meta.Keywords, "$Junk") || box.Special == store.SpecialJunk
-	d.Auth = authResults(l.raw[:min(int(p.Body.BodyStart), len(l.raw))], s.cfg.Hostname)
-	d.Attachments = attachments(p.Body)
 
-	plain, htmlPart, _, _ := bodyParts(p.Body)
-	d.HasHTML = htmlPart != nil
-	d.ShowHTML = htmlPart != nil && (plain == nil || r.URL.Query().Get("view") != "text")
+	bv, err := s.bodyView(r, &l, r.URL.Query().Get("view") != "text")
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The message could not be read.", err)
+		return
+	}
+	d.Auth, d.Attachments = bv.auth, bv.attachments
+	d.HasHTML = bv.htmlIdx >= 0
+	d.ShowHTML = bv.showHTML(r.URL.Query().Get("view") != "text")
 	if d.ShowHTML {
 		pr, err := s.prefs.get(sess.accountID)
 		if err != nil {
 			s.log.Error("read prefs", "err", err)
 		}
 		d.RemoteShown = r.URL.Query().Get("remote") == "1" || pr.allowsRemote(d.FromAddr)
-		if body, err := message.DecodeText(l.raw, htmlPart); err == nil {
-			d.RemoteFound = hasRemoteContent(body)
-		}
+		d.RemoteFound = bv.remoteFound
 		d.FrameURL = fmt.Sprintf("/msg/%d/%d/body", box.ID, l.meta.UID)
 		if d.RemoteShown {
 			d.FrameURL += "?remote=1"
 		}
-	} else if plain != nil {
-		text, err := message.DecodeText(l.raw, plain)
-		if err != nil {
-			s.log.Warn("decode text", "err", err)
-		}
-		d.Text = linkify(text)
+	} else {
+		d.Body = bv.text
 	}
 	if l.meta.Flags&store.FlagSeen == 0 {
 		if _, err := s.st.StoreFlags(r.Context(), l.box.ID, store.UIDSet{{Start: l.meta.UID, Stop: l.meta.UID}},
@@ -251,6 +276,53 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	}
 	d.Seen = true
 	s.page(w, r, "read", d)
+}
+
+// bodyView returns what the read page shows of the message's content,
+// from the cache (by blob) or by reading and decoding the message. With
+// preferHTML the HTML body's remote-content check is made, else the plain
+// text is rendered (when the message has those parts).
+func (s *Server) bodyView(r *http.Request, l *loaded, preferHTML bool) (*bodyView, error) {
+	bv, ok := s.bodies.get(l.meta.BlobID)
+	if ok && bv.ready(preferHTML) {
+		return bv, nil
+	}
+	if err := s.loadRaw(r.Context(), l); err != nil {
+		return nil, err
+	}
+	p := l.meta.Parsed
+	if ok {
+		c := *bv
+		bv = &c
+	} else {
+		bv = &bodyView{plainIdx: -1, htmlIdx: -1}
+		bv.auth = authResults(l.raw[:min(int(p.Body.BodyStart), len(l.raw))], s.cfg.Hostname)
+		bv.attachments = attachments(p.Body)
+		plain, html, pi, hi := bodyParts(p.Body)
+		if plain != nil {
+			bv.plainIdx = pi
+		}
+		if html != nil {
+			bv.htmlIdx = hi
+		}
+	}
+	showHTML := bv.showHTML(preferHTML)
+	if showHTML && !bv.remoteDone {
+		if body, err := message.DecodeText(l.raw, partAt(p.Body, bv.htmlIdx)); err == nil {
+			bv.remoteFound = hasRemoteContent(body)
+		}
+		bv.remoteDone = true
+	}
+	if !showHTML && bv.plainIdx >= 0 && !bv.textDone {
+		text, err := message.DecodeText(l.raw, partAt(p.Body, bv.plainIdx))
+		if err != nil {
+			s.log.Warn("decode text", "err", err)
+		}
+		bv.text = readData{Text: linkify(text)}.TextHTML()
+		bv.textDone = true
+	}
+	s.bodies.put(l.meta.BlobID, bv, bv.cost())
+	return bv, nil
 }
 
 func joinAddrs(list []message.Address) string {
@@ -284,8 +356,13 @@ const maxInlineImage = 2 << 20
 
 // bodyFrame serves the sanitised HTML body for the read page's iframe.
 func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session) {
-	l, ok := s.loadOr404(w, r, sess)
-	if !ok {
+	box, err := s.mailboxOf(r.Context(), sess.accountID, r.PathValue("box"))
+	if err != nil {
+		s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
+		return
+	}
+	l, err := s.loadMeta(r.Context(), box, r.PathValue("uid"))
+	if _, ok := s.loadedOr404(w, r, l, err); !ok {
 		return
 	}
 	p := l.meta.Parsed
@@ -306,6 +383,10 @@ func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session
 	key := htmlKey{blob: l.meta.BlobID, part: strconv.Itoa(htmlIdx), remote: remote}
 	out, ok := s.sanitize.cache.get(key)
 	if !ok {
+		if err := s.loadRaw(r.Context(), &l); err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The message could not be read.", err)
+			return
+		}
 		body, err := message.DecodeText(l.raw, htmlPart)
 		if err != nil {
 			s.httpError(w, r, http.StatusInternalServerError, "The message could not be decoded.", err)

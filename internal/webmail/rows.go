@@ -205,6 +205,9 @@ func (d *listData) appendRow(b []byte, r *row) []byte {
 
 // TextHTML renders a plain text body (the content of #body-text).
 func (d readData) TextHTML() template.HTML {
+	if d.Body != "" {
+		return d.Body
+	}
 	n := 0
 	for i := range d.Text {
 		n += len(d.Text[i].Text) + len(d.Text[i].URL)

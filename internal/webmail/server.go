@@ -101,6 +101,8 @@ type Server struct {
 	sanitize    *sanitizer
 	corr        corrCache
 	folderCache folderCache
+	metas       *lru[msgKey, metaEntry]
+	bodies      *lru[int64, *bodyView]
 	now         func() time.Time
 }
 
@@ -121,6 +123,8 @@ func New(cfg Config, st store.Store, authn Authenticator, pipe *delivery.Pipelin
 		prefs:    newPrefsStore(cfg.DataDir),
 		tmpl:     mustTemplates(),
 		sanitize: newSanitizer(),
+		metas:    newLRU[msgKey, metaEntry](metaCacheEntries),
+		bodies:   newLRU[int64, *bodyView](bodyCacheBytes),
 		now:      time.Now,
 	}
 	s.corr.entries = map[int64]corrEntry{}
