@@ -142,6 +142,10 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	if len(tgt.accounts) == 0 && len(tgt.remote) == 0 {
 		return nil, ErrNoRecipients
 	}
+	if len(tgt.remote) > 0 && countReceived(raw) > MaxHops {
+		log.Warn("mail loop: too many Received fields to forward", "from", env.MailFrom, "remote", tgt.remote)
+		return nil, fmt.Errorf("deliver %s: %w", env.ID, errLoop)
+	}
 
 	// Step 2: trace fields. With filters or authentication on, verdict
 	// fields that came from outside are dropped first. DKIM verifies the

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,35 @@ func (p *Pipeline) Resolve(address string) (directory.Resolution, error) {
 		p.logger.Info("SRS address refused", "rcpt", address, "err", err)
 	}
 	return p.dir.Resolve(address)
+}
+
+// MaxHops is the most Received fields a message to be forwarded may
+// carry: more mean a mail loop (RFC 5321 §6.3: counting Received fields
+// detects loops; Postfix's hopcount_limit is 50 too).
+const MaxHops = 50
+
+// errLoop refuses a message that has gone round too many times; 554 5.4.6
+// is "routing loop detected" (RFC 3463).
+var errLoop = &RejectError{Code: 554, Enhanced: [3]int{5, 4, 6}, Message: "Too many hops: mail loop detected", Reason: "loop"}
+
+// countReceived counts the Received fields in the header of raw.
+func countReceived(raw []byte) int {
+	n := 0
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i+1], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			break // end of the header
+		}
+		if len(line) >= 9 && bytes.EqualFold(line[:9], []byte("Received:")) {
+			n++
+		}
+	}
+	return n
 }
 
 // forward queues raw, the message as received, for the remote targets of

@@ -208,3 +208,24 @@ func TestDeliverForwards(t *testing.T) {
 		t.Fatalf("carol has %d messages after a failed delivery, had %d", after, before)
 	}
 }
+
+// A message to be forwarded that carries more than MaxHops Received
+// fields is refused with 554 5.4.6 (a mail loop), and nothing is queued.
+func TestForwardLoopRefused(t *testing.T) {
+	f := newFixture(t)
+	rec := &recorder{}
+	f.pipe.WithForwarding(rec, testSRS(t))
+	hops := strings.Repeat("Received: from a by b; Mon, 2 Jan 2006 15:04:05 +0000\r\n", MaxHops+1)
+	msg := []byte(hops + "From: x@remote.test\r\nSubject: loop\r\n\r\nReceived: in the body does not count\r\n")
+	_, err := f.pipe.Deliver(context.Background(), Envelope{MailFrom: "x@remote.test", Recipients: []string{"fwd@example.com"}}, msg)
+	var re *RejectError
+	if !errors.As(err, &re) || re.Code != 554 || re.Enhanced != [3]int{5, 4, 6} {
+		t.Fatalf("looping message: err = %v, want 554 5.4.6", err)
+	}
+	if len(rec.got) != 0 {
+		t.Fatalf("a looping message was queued")
+	}
+	if n := countReceived([]byte(hops[:len(hops)/(MaxHops+1)*MaxHops] + "\r\nReceived: x\r\n")); n != MaxHops {
+		t.Fatalf("countReceived = %d, want %d (fields after the header do not count)", n, MaxHops)
+	}
+}
