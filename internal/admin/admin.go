@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"pimail/internal/store"
+	"pimail/internal/websession"
 )
 
 // Prefix is the path the handler serves; mount it without stripping:
@@ -55,7 +56,7 @@ type Server struct {
 	authn    Authenticator
 	log      *slog.Logger
 	mux      *http.ServeMux
-	sessions *sessions
+	sessions *websession.Store
 	tmpl     *templates
 	now      func() time.Time
 }
@@ -76,7 +77,7 @@ func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *
 		st:       st,
 		authn:    authn,
 		log:      logger.With("component", "admin"),
-		sessions: newSessions(cfg.SessionTTL),
+		sessions: websession.New(cfg.SessionTTL, maxSessions),
 		tmpl:     mustTemplates(),
 		now:      time.Now,
 	}

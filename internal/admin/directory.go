@@ -57,7 +57,7 @@ func (s *Server) domainsSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			s.actionFailed(w, r, sess, err, "The domain", s.renderDomains)
 			return
 		}
-		s.log.Info("admin: domain added", "user", sess.address, "domain", name)
+		s.log.Info("admin: domain added", "user", sess.Address, "domain", name)
 		done(w, r, "domains", "domain-added")
 	case "remove":
 		if err := s.st.RemoveDomain(r.Context(), name); err != nil {
@@ -68,7 +68,7 @@ func (s *Server) domainsSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			s.actionFailed(w, r, sess, err, "The domain", s.renderDomains)
 			return
 		}
-		s.log.Info("admin: domain removed", "user", sess.address, "domain", name)
+		s.log.Info("admin: domain removed", "user", sess.Address, "domain", name)
 		done(w, r, "domains", "domain-removed")
 	default:
 		s.httpError(w, r, http.StatusBadRequest, "Unknown action.", nil)
@@ -132,7 +132,7 @@ func (s *Server) renderAccountsWith(w http.ResponseWriter, r *http.Request, sess
 		return
 	}
 	for _, a := range accts {
-		d.Accounts = append(d.Accounts, accountRow{Account: a, Admin: slices.Contains(admins, a.Address), Self: a.ID == sess.accountID})
+		d.Accounts = append(d.Accounts, accountRow{Account: a, Admin: slices.Contains(admins, a.Address), Self: a.ID == sess.AccountID})
 	}
 	for _, dm := range doms {
 		d.Domains = append(d.Domains, dm.Name)
@@ -173,7 +173,7 @@ func (s *Server) accountsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	self := false
-	if acct, err := s.st.Account(ctx, addr); err == nil && acct.ID == sess.accountID {
+	if acct, err := s.st.Account(ctx, addr); err == nil && acct.ID == sess.AccountID {
 		self = true
 	}
 	if self && (action == "remove" || action == "disable" || action == "unadmin") {
@@ -196,7 +196,7 @@ func (s *Server) accountsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		if err = s.setPassword(r, addr, pw, action == "add"); err != nil {
 			break
 		}
-		s.log.Info("admin: account "+action, "user", sess.address, "account", addr)
+		s.log.Info("admin: account "+action, "user", sess.Address, "account", addr)
 		if generated {
 			s.renderAccountsWith(w, r, sess, http.StatusOK, "", accountsData{Generated: pw, For: addr})
 			return
@@ -232,7 +232,7 @@ func (s *Server) accountsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	if action != "add" && action != "password" {
-		s.log.Info("admin: account "+action, "user", sess.address, "account", addr)
+		s.log.Info("admin: account "+action, "user", sess.Address, "account", addr)
 	}
 	done(w, r, "accounts", key)
 }
@@ -314,14 +314,14 @@ func (s *Server) aliasesSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			s.actionFailed(w, r, sess, err, "The alias", s.renderAliases)
 			return
 		}
-		s.log.Info("admin: alias added", "user", sess.address, "alias", addr)
+		s.log.Info("admin: alias added", "user", sess.Address, "alias", addr)
 		done(w, r, "aliases", "alias-added")
 	case "remove":
 		if err := s.st.RemoveAlias(r.Context(), addr); err != nil {
 			s.actionFailed(w, r, sess, err, "The alias", s.renderAliases)
 			return
 		}
-		s.log.Info("admin: alias removed", "user", sess.address, "alias", addr)
+		s.log.Info("admin: alias removed", "user", sess.Address, "alias", addr)
 		done(w, r, "aliases", "alias-removed")
 	default:
 		s.httpError(w, r, http.StatusBadRequest, "Unknown action.", nil)

@@ -118,7 +118,7 @@ func (s *Server) queueSubmit(w http.ResponseWriter, r *http.Request, sess *sessi
 		s.httpError(w, r, http.StatusInternalServerError, "The change could not be saved.", err)
 		return
 	}
-	s.log.Info("admin: queue "+r.PostFormValue("action"), "user", sess.address, "queue_id", e.ID)
+	s.log.Info("admin: queue "+r.PostFormValue("action"), "user", sess.Address, "queue_id", e.ID)
 	if key == "queue-dropped" {
 		done(w, r, "queue", key)
 		return

@@ -1,98 +1,20 @@
 package admin
 
 import (
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"pimail/internal/auth"
+	"pimail/internal/websession"
 )
 
 // maxSessions bounds the session table; the least recently used go first.
 const maxSessions = 1000
 
-// session is one logged-in administrator.
-type session struct {
-	id        string
-	accountID int64
-	address   string
-	csrf      string
-	lastSeen  time.Time // guarded by sessions.mu
-}
-
-// sessions are kept in memory only: a restart logs administrators out.
-type sessions struct {
-	mu   sync.Mutex
-	ttl  time.Duration
-	byID map[string]*session
-}
-
-func newSessions(ttl time.Duration) *sessions {
-	return &sessions{ttl: ttl, byID: map[string]*session{}}
-}
-
-// newToken returns 32 random bytes, base64url encoded.
-func newToken() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic("admin: crypto/rand: " + err.Error()) // cannot happen on Linux
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func (ss *sessions) create(accountID int64, address string, now time.Time) *session {
-	s := &session{id: newToken(), accountID: accountID, address: address, csrf: newToken(), lastSeen: now}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for id, old := range ss.byID {
-		if now.Sub(old.lastSeen) > ss.ttl {
-			delete(ss.byID, id)
-		}
-	}
-	for len(ss.byID) >= maxSessions {
-		var oldest *session
-		for _, x := range ss.byID {
-			if oldest == nil || x.lastSeen.Before(oldest.lastSeen) {
-				oldest = x
-			}
-		}
-		delete(ss.byID, oldest.id)
-	}
-	ss.byID[s.id] = s
-	return s
-}
-
-func (ss *sessions) get(id string, now time.Time) (*session, bool) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s, ok := ss.byID[id]
-	if !ok {
-		return nil, false
-	}
-	if now.Sub(s.lastSeen) > ss.ttl {
-		delete(ss.byID, id)
-		return nil, false
-	}
-	s.lastSeen = now
-	return s, true
-}
-
-func (ss *sessions) delete(id string) {
-	ss.mu.Lock()
-	delete(ss.byID, id)
-	ss.mu.Unlock()
-}
-
-// sameToken compares in constant time; an empty token never matches.
-func sameToken(a, b string) bool {
-	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
-}
+// session is one logged-in administrator (internal/websession, shared
+// with the webmail).
+type session = websession.Session
 
 // Cookie names: with Secure cookies the __Secure- prefix makes browsers
 // refuse them over plain HTTP. Both are scoped to the admin's path.
@@ -110,22 +32,10 @@ func (s *Server) setCookie(w http.ResponseWriter, base, value string, maxAge int
 	})
 }
 
-// foreign reports a request that did not come from this origin: browsers
-// that send Sec-Fetch-Site are trusted on it (same-origin, or none for a
-// typed URL); otherwise the Origin header, when present, must be this host.
-// ("null", which a sandboxed page sends, is foreign.)
-func foreign(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
-		return site != "same-origin" && site != "none"
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || !strings.EqualFold(u.Host, r.Host) {
-			return true
-		}
-	}
-	return false
-}
+// foreign reports a request that did not come from this origin
+// (websession.CrossOrigin; the opaque origin "null", which a sandboxed page
+// sends, is foreign here unless Sec-Fetch-Site says same-origin).
+func foreign(r *http.Request) bool { return websession.CrossOrigin(r, false) }
 
 // handler runs with the session of a current administrator.
 type handler func(w http.ResponseWriter, r *http.Request, sess *session)
@@ -136,7 +46,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var sess *session
 		if c, err := r.Cookie(s.cookieName("pimail-admin")); err == nil {
-			sess, _ = s.sessions.get(c.Value, s.now())
+			sess, _ = s.sessions.Get(c.Value, s.now())
 		}
 		if sess == nil {
 			if r.Method == http.MethodGet {
@@ -146,13 +56,13 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			s.httpError(w, r, http.StatusUnauthorized, "Your session has expired. Please log in again.", nil)
 			return
 		}
-		ok, err := s.stillAdmin(r, sess.accountID)
+		ok, err := s.stillAdmin(r, sess.AccountID)
 		if err != nil {
 			s.httpError(w, r, http.StatusInternalServerError, "The server could not check your rights.", err)
 			return
 		}
 		if !ok {
-			s.sessions.delete(sess.id)
+			s.sessions.Delete(sess.ID)
 			s.httpError(w, r, http.StatusForbidden, "This account is no longer an administrator.", nil)
 			return
 		}
@@ -166,8 +76,8 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 				s.httpError(w, r, http.StatusBadRequest, "The form could not be read.", nil)
 				return
 			}
-			if !sameToken(r.PostFormValue("csrf"), sess.csrf) {
-				s.log.Warn("admin CSRF token mismatch", "remote", clientIP(r), "user", sess.address, "path", r.URL.Path)
+			if !websession.TokenEqual(r.PostFormValue("csrf"), sess.CSRF) {
+				s.log.Warn("admin CSRF token mismatch", "remote", clientIP(r), "user", sess.Address, "path", r.URL.Path)
 				s.httpError(w, r, http.StatusForbidden, "The form has expired. Go back, reload and try again.", nil)
 				return
 			}
@@ -196,7 +106,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 // renderLogin shows the form with a login CSRF token sent both as a cookie
 // and as a field (double submit), so a forged cross-site login fails.
 func (s *Server) renderLogin(w http.ResponseWriter, code int, msg string) {
-	tok := newToken()
+	tok := websession.Token()
 	s.setCookie(w, "pimail-admin-login", tok, 3600)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
@@ -212,7 +122,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := r.Cookie(s.cookieName("pimail-admin-login"))
-	if foreign(r) || err != nil || !sameToken(c.Value, r.PostFormValue("csrf")) {
+	if foreign(r) || err != nil || !websession.TokenEqual(c.Value, r.PostFormValue("csrf")) {
 		s.renderLogin(w, http.StatusForbidden, "The login form expired. Please try again.")
 		return
 	}
@@ -242,17 +152,17 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if old, err := r.Cookie(s.cookieName("pimail-admin")); err == nil {
-		s.sessions.delete(old.Value) // no fixation: always a fresh id
+		s.sessions.Delete(old.Value) // no fixation: always a fresh id
 	}
-	sess := s.sessions.create(acct.ID, acct.Address, s.now())
-	s.setCookie(w, "pimail-admin", sess.id, 0)
+	sess := s.sessions.Create(acct.ID, acct.Address, s.now())
+	s.setCookie(w, "pimail-admin", sess.ID, 0)
 	s.setCookie(w, "pimail-admin-login", "", -1)
 	s.log.Info("admin login", "user", acct.Address, "remote", clientIP(r))
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.sessions.delete(sess.id)
+	s.sessions.Delete(sess.ID)
 	s.setCookie(w, "pimail-admin", "", -1)
 	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 }

@@ -113,7 +113,7 @@ func (t *templates) render(w io.Writer, name string, data pageData) error {
 
 // page renders a page for a logged-in administrator with the given status.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, sess *session, code int, name string, d pageData) {
-	d.Host, d.User, d.CSRF = s.cfg.Hostname, sess.address, sess.csrf
+	d.Host, d.User, d.CSRF = s.cfg.Hostname, sess.Address, sess.CSRF
 	if d.Nav == "" {
 		d.Nav = name
 	}

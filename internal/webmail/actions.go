@@ -27,7 +27,7 @@ func localRedirect(next, fallback string) string {
 // read, unread, flag, unflag, delete, move, junk, notjunk.
 func (s *Server) action(w http.ResponseWriter, r *http.Request, sess *session) {
 	ctx := r.Context()
-	box, err := s.mailboxOf(ctx, sess.accountID, r.PostFormValue("box"))
+	box, err := s.mailboxOf(ctx, sess.AccountID, r.PostFormValue("box"))
 	if err != nil {
 		s.httpError(w, r, http.StatusNotFound, "No such folder.", nil)
 		return
@@ -70,7 +70,7 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 		return err
 	}
 	moveTo := func(special string) error {
-		dst, err := s.specialMailbox(ctx, sess.accountID, special)
+		dst, err := s.specialMailbox(ctx, sess.AccountID, special)
 		if err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 	var train []int64
 	spam, teach := junkVerdict(op)
 	if op == "move" {
-		if dst, e := s.mailboxOf(ctx, sess.accountID, target); e == nil {
+		if dst, e := s.mailboxOf(ctx, sess.AccountID, target); e == nil {
 			spam, teach = junkMove(box, dst)
 		}
 	}
@@ -117,7 +117,7 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 			err = moveTo(store.SpecialTrash)
 		}
 	case "move":
-		dst, e := s.mailboxOf(ctx, sess.accountID, target)
+		dst, e := s.mailboxOf(ctx, sess.AccountID, target)
 		if e != nil {
 			return e
 		}
@@ -143,7 +143,7 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 		return fmt.Errorf("action %s on mailbox %d: %w", op, box.ID, err)
 	}
 	for _, blob := range train {
-		s.cfg.Junk.Junk(sess.accountID, blob, spam)
+		s.cfg.Junk.Junk(sess.AccountID, blob, spam)
 	}
 	return nil
 }

@@ -18,9 +18,9 @@ import (
 // so the time measured is the server's own.
 func benchRequest(b *testing.B, f *fixture, path string) {
 	b.Helper()
-	sess := f.srv.sessions.create(f.ids["alice@example.com"], "alice@example.com", time.Now())
+	sess := f.srv.sessions.Create(f.ids["alice@example.com"], "alice@example.com", time.Now())
 	req := httptest.NewRequest("GET", path, nil)
-	req.AddCookie(&http.Cookie{Name: "pimail", Value: sess.id})
+	req.AddCookie(&http.Cookie{Name: "pimail", Value: sess.ID})
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
@@ -153,8 +153,8 @@ func BenchmarkLoadMix(b *testing.B) {
 	var seq atomic.Int64
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		sess := f.srv.sessions.create(f.ids["alice@example.com"], "alice@example.com", time.Now())
-		ck := &http.Cookie{Name: "pimail", Value: sess.id}
+		sess := f.srv.sessions.Create(f.ids["alice@example.com"], "alice@example.com", time.Now())
+		ck := &http.Cookie{Name: "pimail", Value: sess.ID}
 		rng := rand.New(rand.NewPCG(uint64(seq.Add(1)), 1))
 		for k := 0; pb.Next(); k++ {
 			path := inbox

@@ -112,7 +112,7 @@ func (s *Server) composePage(w http.ResponseWriter, r *http.Request, sess *sessi
 	if to := q.Get("to"); to != "" {
 		d.To = cleanHeaderText(to)
 	}
-	pr, err := s.prefs.get(sess.accountID)
+	pr, err := s.prefs.get(sess.AccountID)
 	if err != nil {
 		s.log.Error("read prefs", "err", err)
 	}
@@ -163,13 +163,13 @@ func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
 	}
 	switch d.Mode {
 	case "reply", "all":
-		self := map[string]bool{strings.ToLower(sess.address): true}
+		self := map[string]bool{strings.ToLower(sess.Address): true}
 		replyTo := env.ReplyTo
 		if len(replyTo) == 0 {
 			replyTo = env.From
 		}
 		// Replying to one's own sent message goes to its recipients.
-		if strings.EqualFold(fromAddr, sess.address) && len(env.ReplyTo) == 0 {
+		if strings.EqualFold(fromAddr, sess.Address) && len(env.ReplyTo) == 0 {
 			replyTo = env.To
 		}
 		d.To = strings.Join(formAddrs(replyTo, self), ", ")

@@ -15,14 +15,14 @@ const (
 // events streams "change" events (data: the mailbox id, 0 for the folder
 // list) to the page while the session lives.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, sess *session) {
-	if !s.sessions.openStream(sess, maxStreamsPerSession) {
+	if !s.sessions.OpenStream(sess, maxStreamsPerSession) {
 		s.httpError(w, r, http.StatusTooManyRequests, "Too many open windows.", nil)
 		return
 	}
-	defer s.sessions.closeStream(sess)
+	defer s.sessions.CloseStream(sess)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
-	ch, stop := s.st.Subscribe(sess.accountID)
+	ch, stop := s.st.Subscribe(sess.AccountID)
 	defer stop()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -49,7 +49,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, sess *session) {
 				return
 			}
 		case <-tick.C:
-			if !s.sessions.alive(sess.id, s.now()) {
+			if !s.sessions.Alive(sess.ID, s.now()) {
 				fmt.Fprint(w, "event: logout\ndata: 0\n\n")
 				_ = rc.Flush()
 				return

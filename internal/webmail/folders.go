@@ -68,10 +68,10 @@ func (s *Server) foldersSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			fail(http.StatusBadRequest, "That folder name is not allowed.")
 			return
 		}
-		_, err = s.st.CreateMailbox(ctx, sess.accountID, name, store.SpecialNone)
+		_, err = s.st.CreateMailbox(ctx, sess.AccountID, name, store.SpecialNone)
 		notice = "created"
 	case "rename", "delete":
-		box, e := s.mailboxOf(ctx, sess.accountID, r.PostFormValue("box"))
+		box, e := s.mailboxOf(ctx, sess.AccountID, r.PostFormValue("box"))
 		if e != nil {
 			fail(http.StatusNotFound, "No such folder.")
 			return
@@ -86,10 +86,10 @@ func (s *Server) foldersSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 				fail(http.StatusBadRequest, "That folder name is not allowed.")
 				return
 			}
-			err = s.st.RenameMailbox(ctx, sess.accountID, box.Name, name)
+			err = s.st.RenameMailbox(ctx, sess.AccountID, box.Name, name)
 			notice = "renamed"
 		} else {
-			err = s.st.DeleteMailbox(ctx, sess.accountID, box.Name)
+			err = s.st.DeleteMailbox(ctx, sess.AccountID, box.Name)
 			notice = "deleted"
 		}
 	default:

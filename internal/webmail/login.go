@@ -3,10 +3,10 @@ package webmail
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"pimail/internal/auth"
+	"pimail/internal/websession"
 )
 
 // handler is a request handler that runs with a valid session.
@@ -44,22 +44,7 @@ func (s *Server) currentSession(r *http.Request) (*session, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return s.sessions.get(c.Value, s.now())
-}
-
-// crossSite reports a request that a browser marked as coming from another
-// site, or whose Origin is not this host: such requests never change state.
-func crossSite(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		return true
-	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		if err != nil || !strings.EqualFold(u.Host, r.Host) {
-			return true
-		}
-	}
-	return false
+	return s.sessions.Get(c.Value, s.now())
 }
 
 // authed wraps h: it requires a live session and, for every method but GET
@@ -78,7 +63,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if crossSite(r) {
+			if websession.CrossOrigin(r, true) { // Origin is null under Referrer-Policy: no-referrer
 				s.httpError(w, r, http.StatusForbidden, "Cross-site request refused.", nil)
 				return
 			}
@@ -105,8 +90,8 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			if tok == "" {
 				tok = r.Header.Get("X-CSRF-Token")
 			}
-			if !tokenEqual(tok, sess.csrf) {
-				s.log.Warn("CSRF token mismatch", "remote", remoteIP(r), "user", sess.address, "path", r.URL.Path)
+			if !websession.TokenEqual(tok, sess.CSRF) {
+				s.log.Warn("CSRF token mismatch", "remote", remoteIP(r), "user", sess.Address, "path", r.URL.Path)
 				s.httpError(w, r, http.StatusForbidden, "The form has expired. Go back, reload and try again.", nil)
 				return
 			}
@@ -127,7 +112,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 // both as a cookie and as a form field (double submit): a forged
 // cross-site login cannot read the cookie.
 func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	tok := randomToken()
+	tok := websession.Token()
 	s.setCookie(w, s.loginCookie(), tok, 3600)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -144,7 +129,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := r.Cookie(s.loginCookie())
-	if crossSite(r) || err != nil || !tokenEqual(c.Value, r.PostFormValue("csrf")) {
+	if websession.CrossOrigin(r, true) || err != nil || !websession.TokenEqual(c.Value, r.PostFormValue("csrf")) {
 		s.renderLogin(w, r, http.StatusForbidden, "The login form expired. Please try again.")
 		return
 	}
@@ -165,17 +150,17 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	// No fixation: whatever session cookie came in is discarded, and a new
 	// random id is issued.
 	if old, err := r.Cookie(s.sessionCookie()); err == nil {
-		s.sessions.delete(old.Value)
+		s.sessions.Delete(old.Value)
 	}
-	sess := s.sessions.create(acct.ID, acct.Address, s.now())
-	s.setCookie(w, s.sessionCookie(), sess.id, 0)
+	sess := s.sessions.Create(acct.ID, acct.Address, s.now())
+	s.setCookie(w, s.sessionCookie(), sess.ID, 0)
 	s.setCookie(w, s.loginCookie(), "", -1)
 	s.log.Info("webmail login", "user", acct.Address, "remote", remoteIP(r))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.sessions.delete(sess.id)
+	s.sessions.Delete(sess.ID)
 	s.setCookie(w, s.sessionCookie(), "", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

@@ -32,12 +32,12 @@ func TestLoginRotatesSessionAndLogout(t *testing.T) {
 	if second == first {
 		t.Fatal("session id not rotated at login")
 	}
-	if _, ok := f.srv.sessions.get(first, time.Now()); ok {
+	if _, ok := f.srv.sessions.Get(first, time.Now()); ok {
 		t.Fatal("old session still valid after re-login")
 	}
 	resp, _ = c.post("/logout", nil)
 	expectStatus(t, resp, http.StatusSeeOther, "")
-	if _, ok := f.srv.sessions.get(second, time.Now()); ok {
+	if _, ok := f.srv.sessions.Get(second, time.Now()); ok {
 		t.Fatal("session valid after logout")
 	}
 	resp, _ = c.get("/")

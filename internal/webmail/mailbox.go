@@ -123,12 +123,12 @@ type folderEntry struct {
 
 // newView loads what every page shows; on failure it has answered.
 func (s *Server) newView(w http.ResponseWriter, r *http.Request, sess *session, title string) (view, bool) {
-	fs, err := s.folders(r.Context(), sess.accountID)
+	fs, err := s.folders(r.Context(), sess.AccountID)
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The mailbox list could not be read.", err)
 		return view{}, false
 	}
-	return view{Title: title, User: sess.address, CSRF: sess.csrf, Folders: fs}, true
+	return view{Title: title, User: sess.Address, CSRF: sess.CSRF, Folders: fs}, true
 }
 
 // mailbox is the folder as the store names it (with the state the read
@@ -324,7 +324,7 @@ func (s *Server) makeRow(m store.MessageMeta, showTo bool, now time.Time) row {
 }
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request, sess *session) {
-	inbox, err := s.specialMailbox(r.Context(), sess.accountID, store.SpecialNone)
+	inbox, err := s.specialMailbox(r.Context(), sess.AccountID, store.SpecialNone)
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The inbox could not be opened.", err)
 		return

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"pimail/internal/websession"
 )
 
 // maxRecipients bounds To+Cc+Bcc of one message.
@@ -200,7 +202,7 @@ func (o *outgoing) bytes(withBcc bool) []byte {
 		writeTextPart(&b, o.Body)
 		return b.Bytes()
 	}
-	boundary := "=_pimail_" + randomToken()[:24]
+	boundary := "=_pimail_" + websession.Token()[:24]
 	header(&b, "Content-Type", mime.FormatMediaType("multipart/mixed", map[string]string{"boundary": boundary}))
 	b.WriteString("\r\nThis is a multi-part message in MIME format.\r\n")
 	b.WriteString("\r\n--" + boundary + "\r\n")

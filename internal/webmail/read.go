@@ -25,7 +25,7 @@ type loaded struct {
 // loadMessage reads a message of the session's account named by the URL's
 // {box} and {uid}.
 func (s *Server) loadMessage(ctx context.Context, sess *session, boxID, uidStr string) (loaded, error) {
-	box, err := s.mailboxOf(ctx, sess.accountID, boxID)
+	box, err := s.mailboxOf(ctx, sess.AccountID, boxID)
 	if err != nil {
 		return loaded{}, err
 	}
@@ -255,7 +255,7 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	d.HasHTML = bv.htmlIdx >= 0
 	d.ShowHTML = bv.showHTML(r.URL.Query().Get("view") != "text")
 	if d.ShowHTML {
-		pr, err := s.prefs.get(sess.accountID)
+		pr, err := s.prefs.get(sess.AccountID)
 		if err != nil {
 			s.log.Error("read prefs", "err", err)
 		}
@@ -356,7 +356,7 @@ const maxInlineImage = 2 << 20
 
 // bodyFrame serves the sanitised HTML body for the read page's iframe.
 func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session) {
-	box, err := s.mailboxOf(r.Context(), sess.accountID, r.PathValue("box"))
+	box, err := s.mailboxOf(r.Context(), sess.AccountID, r.PathValue("box"))
 	if err != nil {
 		s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
 		return
@@ -374,7 +374,7 @@ func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session
 	_, from := displayAddr(p.Envelope.From)
 	remote := r.URL.Query().Get("remote") == "1"
 	if !remote {
-		pr, err := s.prefs.get(sess.accountID)
+		pr, err := s.prefs.get(sess.AccountID)
 		if err != nil {
 			s.log.Error("read prefs", "err", err)
 		}
@@ -445,7 +445,7 @@ func (s *Server) allowRemote(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	_, from := displayAddr(l.meta.Parsed.Envelope.From)
 	if from != "" {
-		if err := s.prefs.update(sess.accountID, func(p *prefs) { p.addRemoteSender(from) }); err != nil {
+		if err := s.prefs.update(sess.AccountID, func(p *prefs) { p.addRemoteSender(from) }); err != nil {
 			s.httpError(w, r, http.StatusInternalServerError, "The setting could not be saved.", err)
 			return
 		}

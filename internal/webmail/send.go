@@ -41,7 +41,7 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	draftUID, _ := strconv.ParseUint(r.PostFormValue("draft_uid"), 10, 32)
 	if r.PostFormValue("action") == "save" {
-		drafts, err := s.specialMailbox(ctx, sess.accountID, store.SpecialDrafts)
+		drafts, err := s.specialMailbox(ctx, sess.AccountID, store.SpecialDrafts)
 		if err == nil {
 			var d store.Delivered
 			d, err = s.st.Append(ctx, drafts.ID, o.bytes(true), store.FlagDraft|store.FlagSeen, nil, s.now())
@@ -60,7 +60,7 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			s.redisplay(w, r, sess, http.StatusBadRequest, ue.msg)
 			return
 		}
-		s.log.Error("send", "user", sess.address, "err", err)
+		s.log.Error("send", "user", sess.Address, "err", err)
 		s.redisplay(w, r, sess, http.StatusInternalServerError, "The message could not be sent. Please try again.")
 		return
 	}
@@ -79,11 +79,11 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 	}
 	if draftUID != 0 {
-		if drafts, err := s.specialMailbox(ctx, sess.accountID, store.SpecialDrafts); err == nil {
+		if drafts, err := s.specialMailbox(ctx, sess.AccountID, store.SpecialDrafts); err == nil {
 			s.removeDraft(ctx, drafts, uint32(draftUID))
 		}
 	}
-	sent, err := s.specialMailbox(ctx, sess.accountID, store.SpecialSent)
+	sent, err := s.specialMailbox(ctx, sess.AccountID, store.SpecialSent)
 	if err != nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
@@ -109,12 +109,12 @@ func (s *Server) removeDraft(ctx context.Context, drafts store.Mailbox, uid uint
 // source mailbox for replies and forwards (zero when none).
 func (s *Server) buildOutgoing(ctx context.Context, r *http.Request, sess *session) (*outgoing, store.Mailbox, error) {
 	f := r.PostFormValue
-	pr, err := s.prefs.get(sess.accountID)
+	pr, err := s.prefs.get(sess.AccountID)
 	if err != nil {
 		return nil, store.Mailbox{}, err
 	}
 	o := &outgoing{
-		From:       mail.Address{Name: pr.DisplayName, Address: sess.address},
+		From:       mail.Address{Name: pr.DisplayName, Address: sess.Address},
 		Subject:    f("subject"),
 		Body:       f("body"),
 		InReplyTo:  f("in_reply_to"),
@@ -157,7 +157,7 @@ func (s *Server) buildOutgoing(ctx context.Context, r *http.Request, sess *sessi
 			o.Attachments = append(o.Attachments, outPart{Name: safeFilename(p.Filename(), p), Type: p.MIMEType(), Data: data})
 		}
 	} else if f("src_box") != "" {
-		if b, err := s.mailboxOf(ctx, sess.accountID, f("src_box")); err == nil {
+		if b, err := s.mailboxOf(ctx, sess.AccountID, f("src_box")); err == nil {
 			src = b
 		}
 	}
@@ -227,17 +227,17 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 		return err
 	}
 	o.Received = fmt.Sprintf("from [%s] by %s (pimail webmail) with HTTP; authenticated as %s; %s",
-		remoteIP(r), s.cfg.Hostname, sess.address, o.Date.Format("Mon, 2 Jan 2006 15:04:05 -0700"))
+		remoteIP(r), s.cfg.Hostname, sess.Address, o.Date.Format("Mon, 2 Jan 2006 15:04:05 -0700"))
 	raw := o.bytes(false)
 	if len(remote) > 0 {
-		qid, err := s.cfg.Outbound.Enqueue(ctx, sess.accountID, sess.address, remote, raw)
+		qid, err := s.cfg.Outbound.Enqueue(ctx, sess.AccountID, sess.Address, remote, raw)
 		if err != nil {
 			return fmt.Errorf("queue: %w", err)
 		}
-		s.log.Info("webmail queued", "user", sess.address, "queue_id", qid, "rcpts", len(remote))
+		s.log.Info("webmail queued", "user", sess.Address, "queue_id", qid, "rcpts", len(remote))
 	}
 	if len(local) > 0 {
-		env := delivery.Envelope{MailFrom: sess.address, Recipients: local, RemoteIP: remoteIP(r), Helo: "webmail", TLS: r.TLS != nil, Authenticated: true}
+		env := delivery.Envelope{MailFrom: sess.Address, Recipients: local, RemoteIP: remoteIP(r), Helo: "webmail", TLS: r.TLS != nil, Authenticated: true}
 		if _, err := s.pipe.Deliver(ctx, env, raw); err != nil {
 			switch {
 			case errors.Is(err, delivery.ErrNoRecipients) && len(remote) == 0:
@@ -247,13 +247,13 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 			case errors.Is(err, delivery.ErrNoRecipients), errors.Is(err, delivery.ErrForwardingUnavailable):
 				// The remote copies are queued; the local ones vanished
 				// since the check. Keep the Sent copy of what went out.
-				s.log.Warn("webmail local delivery", "user", sess.address, "err", err)
+				s.log.Warn("webmail local delivery", "user", sess.Address, "err", err)
 			default:
 				return fmt.Errorf("deliver: %w", err)
 			}
 		}
 	}
-	sent, err := s.specialMailbox(ctx, sess.accountID, store.SpecialSent)
+	sent, err := s.specialMailbox(ctx, sess.AccountID, store.SpecialSent)
 	if err != nil {
 		return fmt.Errorf("sent copy: %w", err)
 	}
@@ -261,7 +261,7 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 	if _, err := s.st.Append(ctx, sent.ID, o.bytes(true), store.FlagSeen, nil, o.Date); err != nil {
 		return fmt.Errorf("sent copy: %w", err)
 	}
-	s.log.Info("webmail sent", "user", sess.address, "local", len(local), "remote", len(remote), "msgid", o.MessageID)
+	s.log.Info("webmail sent", "user", sess.Address, "local", len(local), "remote", len(remote), "msgid", o.MessageID)
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"pimail/internal/delivery"
 	"pimail/internal/store"
+	"pimail/internal/websession"
 )
 
 // Authenticator checks a user name and password (internal/auth implements it).
@@ -95,7 +96,7 @@ type Server struct {
 	pipe        *delivery.Pipeline
 	log         *slog.Logger
 	mux         *http.ServeMux
-	sessions    *sessionStore
+	sessions    *websession.Store
 	prefs       *prefsStore
 	tmpl        *templates
 	sanitize    *sanitizer
@@ -119,7 +120,7 @@ func New(cfg Config, st store.Store, authn Authenticator, pipe *delivery.Pipelin
 		authn:    authn,
 		pipe:     pipe,
 		log:      logger.With("component", "webmail"),
-		sessions: newSessionStore(cfg.SessionTTL),
+		sessions: websession.New(cfg.SessionTTL, maxSessions),
 		prefs:    newPrefsStore(cfg.DataDir),
 		tmpl:     mustTemplates(),
 		sanitize: newSanitizer(),

@@ -31,7 +31,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request, sess *sess
 }
 
 func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, sess *session, v view, code int) {
-	p, err := s.prefs.get(sess.accountID)
+	p, err := s.prefs.get(sess.AccountID)
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "Settings could not be read.", err)
 		return
@@ -58,7 +58,7 @@ func (s *Server) settingsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 	for _, a := range r.PostForm["forget"] {
 		remove[strings.ToLower(a)] = true
 	}
-	err := s.prefs.update(sess.accountID, func(p *prefs) {
+	err := s.prefs.update(sess.AccountID, func(p *prefs) {
 		p.DisplayName, p.Signature = name, sig
 		kept := p.RemoteSenders[:0]
 		for _, a := range p.RemoteSenders {
@@ -94,7 +94,7 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		fail(http.StatusBadRequest, "The new password must have at least 10 characters.")
 		return
 	}
-	if _, err := s.authn.Authenticate(r.Context(), sess.address, oldPw, remoteIP(r)); err != nil {
+	if _, err := s.authn.Authenticate(r.Context(), sess.Address, oldPw, remoteIP(r)); err != nil {
 		switch {
 		case errors.Is(err, auth.ErrRateLimited):
 			fail(http.StatusTooManyRequests, "Too many failed attempts. Please wait and try again later.")
@@ -107,13 +107,13 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 	}
 	hash, err := password.Hash(newPw)
 	if err == nil {
-		err = s.st.SetPassword(r.Context(), sess.address, hash)
+		err = s.st.SetPassword(r.Context(), sess.Address, hash)
 	}
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The password could not be changed.", err)
 		return
 	}
-	s.sessions.deleteAccount(sess.accountID, sess.id)
-	s.log.Info("webmail password changed", "user", sess.address, "remote", remoteIP(r))
+	s.sessions.DeleteAccount(sess.AccountID, sess.ID)
+	s.log.Info("webmail password changed", "user", sess.Address, "remote", remoteIP(r))
 	http.Redirect(w, r, "/settings?notice=password", http.StatusSeeOther)
 }

@@ -113,7 +113,7 @@ func (s *Server) suggest(w http.ResponseWriter, r *http.Request, sess *session) 
 	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
 	out := []string{}
 	if q != "" && len(q) <= 200 {
-		list, err := s.correspondents(r.Context(), sess.accountID)
+		list, err := s.correspondents(r.Context(), sess.AccountID)
 		if err != nil {
 			s.httpError(w, r, http.StatusInternalServerError, "No suggestions.", err)
 			return
