@@ -43,6 +43,9 @@ var (
 	seedSMTP  = flag.String("seed-smtp", "", "SMTP address to seed the users' inboxes through first (empty: no seeding)")
 	corpus    = flag.String("corpus", "", "mbox whose first -seed-count messages are seeded")
 	seedCount = flag.Int("seed-count", 200, "corpus messages to seed")
+	seedOnly  = flag.Bool("seed-only", false, "seed (with -seed-smtp) and exit")
+	memPids   = flag.String("mem-watch", "", "only sample the memory of these process trees (comma-separated master PIDs) for -duration, print the peak and exit")
+	memLabel  = flag.String("mem-label", "processes", "label of -mem-watch's output")
 )
 
 // Result is one measured request type or load level.
@@ -59,11 +62,24 @@ type Result struct {
 
 func main() {
 	flag.Parse()
+	if *memPids != "" {
+		var pids []int
+		for _, f := range strings.Split(*memPids, ",") {
+			if p, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+				pids = append(pids, p)
+			}
+		}
+		memWatch(*memLabel, pids, *dur)
+		return
+	}
 	names := expandUsers(*users)
 	if *seedSMTP != "" {
 		if err := seed(*seedSMTP, *corpus, *seedCount, names); err != nil {
 			log.Fatalf("seed: %v", err)
 		}
+	}
+	if *seedOnly {
+		return
 	}
 	var out []Result
 	idleRSS, idlePSS := memOf(*pid)
