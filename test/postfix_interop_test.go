@@ -68,7 +68,11 @@ func startPostfix(t *testing.T, mailboxes []string, relay map[string]string, ext
 
 	// Not t.TempDir: Postfix's daemons run as the postfix user and must
 	// reach their queue through every directory of the path.
-	dir, err := os.MkdirTemp("", "pimail-postfix-")
+	base := os.TempDir()
+	if !searchable(base) {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "pimail-postfix-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,4 +490,18 @@ func TestPostfixInterop(t *testing.T) {
 func bracketHost(addr string) string {
 	host, port, _ := net.SplitHostPort(addr)
 	return "[" + host + "]:" + port
+}
+
+// searchable reports whether every directory from / to dir lets others
+// through (o+x), as Postfix's daemons, running as the postfix user, need.
+func searchable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
