@@ -22,6 +22,8 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"pimail/internal/metrics"
 )
 
 // postfixBin is Debian's postfix command (test/all.sh installs the
@@ -333,7 +335,8 @@ host = %q
 //     mail from dave@pf.test with an SRS envelope sender at test.local; a
 //     forged SRS address is refused; bounces of forwarded mail, pimail's
 //     own DSN and one made by Postfix, reach the SRS address and are sent
-//     on to dave@pf.test, the original sender, with the null sender.
+//     on to dave@pf.test, the original sender, with the null sender;
+//   - /metrics counts the queue's deliveries, failures and notices.
 func TestPostfixInterop(t *testing.T) {
 	srv := NewServer(t, "") // the config needs Postfix's port: written below
 	pf := startPostfix(t, []string{"carol", "dave", "gone", "back"},
@@ -348,7 +351,7 @@ func TestPostfixInterop(t *testing.T) {
 	srv.Admin("alias", "add", "fwd@"+testDomain, "carol@"+pfDomain)
 	srv.Admin("alias", "add", "fwdgone@"+testDomain, "gone@"+pfDomain)
 	srv.Admin("alias", "add", "fwdback@"+testDomain, "back@"+pfDomain)
-	sub := withListeners(t, "submission")
+	sub := withListeners(t, "submission", "http")
 	srv.StartWith(sub)
 	stamp := time.Now().UnixNano()
 
@@ -481,6 +484,28 @@ func TestPostfixInterop(t *testing.T) {
 				!strings.Contains(dsn, c.diag) || !strings.Contains(dsn, "multipart/report") {
 				t.Errorf("%s: dave's message is not the DSN of %s:\n%s", c.alias, c.mta, dsn)
 			}
+		}
+	})
+
+	// The queue's metrics count what went out above: delivered to
+	// Postfix were carol's two messages, back@'s forward and the two
+	// bounces sent on to dave; gone@ failed once, with one notice.
+	t.Run("QueueMetrics", func(t *testing.T) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			samples := scrape(t, sub.HTTP)
+			delivered := metrics.Sum(samples, "pimail_queue_attempts_total", map[string]string{"result": "delivered"})
+			failed := metrics.Sum(samples, "pimail_queue_attempts_total", map[string]string{"result": "failed"})
+			notices := metrics.Sum(samples, "pimail_queue_notices_total", map[string]string{"action": "failed"})
+			queued := metrics.Sum(samples, "pimail_queue_messages", nil)
+			if delivered == 5 && failed == 1 && notices == 1 && queued == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queue metrics: delivered %v (want 5), failed %v (want 1), failure notices %v (want 1), queued %v (want 0)",
+					delivered, failed, notices, queued)
+			}
+			time.Sleep(time.Second)
 		}
 	})
 }
