@@ -65,8 +65,10 @@ func TestSRSRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if got := s.Forward("", "example.com"); got != "" {
-		t.Fatalf("the null sender became %q", got)
+	for _, kept := range []string{"", `"john doe"@remote.test`, "postmaster"} {
+		if got := s.Forward(kept, "example.com"); got != kept {
+			t.Fatalf("%q became %q", kept, got)
+		}
 	}
 }
 

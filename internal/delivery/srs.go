@@ -120,13 +120,19 @@ func LoadSRSSecret(dir string) ([]byte, error) {
 
 // Forward returns the envelope sender for sender's mail forwarded from
 // domain (a local domain): its SRS0 address. The null sender stays null
-// (a bounce is never bounced), and an address without a domain is kept.
+// (a bounce is never bounced); an address without a domain or with a
+// quoted local part is kept.
 func (s *SRS) Forward(sender, domain string) string {
 	at := strings.LastIndexByte(sender, '@')
 	if sender == "" || at <= 0 || domain == "" {
 		return sender
 	}
 	local, dom := sender[:at], sender[at+1:]
+	if strings.ContainsAny(local, "\"\\ ") {
+		// A quoted local part cannot be carried inside a dot-atom
+		// (RFC 5321 §4.1.2); such rare senders are kept as they are.
+		return sender
+	}
 	tt := s.stamp(s.now())
 	return srsPrefix + s.hash(tt, dom, local) + "=" + tt + "=" + dom + "=" + local + "@" + domain
 }
