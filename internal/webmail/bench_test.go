@@ -2,6 +2,7 @@ package webmail
 
 import (
 	"fmt"
+	"html/template"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +16,21 @@ import (
 )
 
 // benchRequest serves one GET for a logged-in session without the network,
-// so the time measured is the server's own.
+// so the time measured is the server's own: "warm" with the server's caches
+// of rendered list rows, index entries and message text, "cold" with them
+// off (every request reads the store and renders everything, as the first
+// view of a message or of a changed mailbox does).
 func benchRequest(b *testing.B, f *fixture, path string) {
+	b.Run("warm", func(b *testing.B) { benchServe(b, f, path) })
+	b.Run("cold", func(b *testing.B) {
+		rows, metas, bodies := f.srv.rows, f.srv.metas, f.srv.bodies
+		f.srv.rows, f.srv.metas, f.srv.bodies = newLRU[rowsKey, template.HTML](0), newLRU[msgKey, metaEntry](0), newLRU[int64, *bodyView](0)
+		defer func() { f.srv.rows, f.srv.metas, f.srv.bodies = rows, metas, bodies }()
+		benchServe(b, f, path)
+	})
+}
+
+func benchServe(b *testing.B, f *fixture, path string) {
 	b.Helper()
 	sess := f.srv.sessions.Create(f.ids["alice@example.com"], "alice@example.com", time.Now())
 	req := httptest.NewRequest("GET", path, nil)
@@ -87,7 +101,7 @@ func BenchmarkReadHTML120K(b *testing.B) {
 	f.deliver(b, "carol@example.net", []string{"alice@example.com"}, "From: carol@example.net\nSubject: big\nContent-Type: text/html\n\n"+big(120_000, htmlLine))
 	id := itoa(f.box(b, "alice@example.com", "INBOX").ID)
 	b.Run("page", func(b *testing.B) { benchRequest(b, f, "/msg/"+id+"/1") })
-	b.Run("body", func(b *testing.B) { benchRequest(b, f, "/msg/"+id+"/1/body") })
+	b.Run("body", func(b *testing.B) { benchServe(b, f, "/msg/"+id+"/1/body") })
 }
 
 // BenchmarkSanitize120K is the uncached cost of sanitising a 120 KB body:
@@ -126,6 +140,14 @@ func corpusMessages(b *testing.B, n int) []string {
 		}
 	}
 	return out
+}
+
+// BenchmarkReadPlain1K reads a 1 KB text/plain message.
+func BenchmarkReadPlain1K(b *testing.B) {
+	f := benchFixture(b, 0)
+	f.deliver(b, "carol@example.net", []string{"alice@example.com"}, "From: carol@example.net\nSubject: small\n\n"+
+		big(950, "A line of ordinary prose, seventy characters long or thereabouts.\n"))
+	benchRequest(b, f, "/msg/"+itoa(f.box(b, "alice@example.com", "INBOX").ID)+"/1")
 }
 
 // BenchmarkLoadMix is the webbench load (list the inbox, open a random

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"html/template"
 	"sync"
+	"time"
 
 	"pimail/internal/store"
 )
@@ -116,8 +117,27 @@ func (b *bodyView) cost() int {
 	return 512 + len(b.text) + 128*len(b.attachments)
 }
 
+// rowsKey names a rendered page of a message list in one state of its
+// mailbox, in one hour of local time (dates are written relative to today).
+type rowsKey struct {
+	box      int64
+	validity uint32
+	modseq   uint64
+	offset   int
+	limit    int
+	hour     int64
+	zone     int
+}
+
+// zoneOffset is the local zone's offset at t, in seconds.
+func zoneOffset(t time.Time) int {
+	_, off := t.Local().Zone()
+	return off
+}
+
 // Cache bounds.
 const (
+	rowsCacheBytes   = 4 << 20 // rendered list pages
 	metaCacheEntries = 4096    // index entries (about 1–2 KB each)
 	bodyCacheBytes   = 8 << 20 // rendered message text
 )

@@ -414,6 +414,25 @@ func TestReadCacheFresh(t *testing.T) {
 	c := f.client(t)
 	c.login("alice@example.com")
 	inbox := f.box(t, "alice@example.com", "INBOX")
+	ctx := context.Background()
+	one := store.UIDSet{{Start: 1, Stop: 1}}
+	// The list's rendered rows, too: a change elsewhere shows at once.
+	list := "/box/" + itoa(inbox.ID)
+	for i := range 2 {
+		if _, body := c.get(list); !strings.Contains(body, `<tr class="msg unread"`) {
+			t.Fatalf("list %d: message not unread:\n%s", i, body)
+		}
+	}
+	if _, err := f.st.StoreFlags(ctx, inbox.ID, one, store.FlagsAdd, store.FlagSeen, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := c.get(list); strings.Contains(body, `<tr class="msg unread"`) || !strings.Contains(body, `<tr class="msg"`) {
+		t.Fatal("list shows a message read elsewhere as unread")
+	}
+	f.deliver(t, "carol@example.net", []string{"alice@example.com"}, strings.Replace(simpleMail, "Hello there", "Second hello", 1))
+	if _, body := c.get(list); !strings.Contains(body, "Second hello") {
+		t.Fatal("list lacks a new message")
+	}
 	path := "/msg/" + itoa(inbox.ID) + "/1"
 	for i := range 2 {
 		_, body := c.get(path)
@@ -421,8 +440,6 @@ func TestReadCacheFresh(t *testing.T) {
 			t.Fatalf("read %d: not an unflagged message page:\n%.600s", i, body)
 		}
 	}
-	ctx := context.Background()
-	one := store.UIDSet{{Start: 1, Stop: 1}}
 	if _, err := f.st.StoreFlags(ctx, inbox.ID, one, store.FlagsAdd, store.FlagFlagged|store.FlagDeleted, nil); err != nil {
 		t.Fatal(err)
 	}

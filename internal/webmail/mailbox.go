@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"slices"
 	"strconv"
@@ -235,9 +236,10 @@ type listData struct {
 	Total     int
 	ShowTo    bool
 	Query     string
-	PageQuery string   // search: the query string of the pager's links, without page
-	Scanned   int      // search: messages in the folders searched
-	Targets   []folder // for "move to"
+	PageQuery string        // search: the query string of the pager's links, without page
+	Scanned   int           // search: messages in the folders searched
+	Targets   []folder      // for "move to"
+	rowsHTML  template.HTML // Rows rendered (or from the cache)
 }
 
 func hasKeyword(kws []string, k string) bool {
@@ -352,15 +354,29 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session)
 	pg = min(max(pg, 0), pages-1)
 	d := listData{view: v, Box: box, Page: pg, Pages: pages, Total: n,
 		ShowTo: box.Special == store.SpecialSent || box.Special == store.SpecialDrafts}
-	items, err := s.st.MailboxPage(r.Context(), box.ID, pg*size, size)
-	if err != nil {
-		s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
-		return
-	}
+	// The rendered rows are reused while the mailbox's UIDVALIDITY and
+	// HIGHESTMODSEQ (read for this request) and the local hour stand: any
+	// delivery, flag change or expunge moves HIGHESTMODSEQ, and the hour
+	// covers the dates written relative to today.
 	now := s.now()
-	d.Rows = make([]row, len(items))
-	for i := range items {
-		d.Rows[i] = makeListRow(box.ID, &items[i], d.ShowTo, now)
+	key := rowsKey{box: box.ID, validity: box.UIDValidity, modseq: box.HighestModSeq, offset: pg * size, limit: size,
+		hour: (now.Unix() + int64(zoneOffset(now))) / 3600, zone: zoneOffset(now)}
+	if html, ok := s.rows.get(key); ok && box.HighestModSeq != 0 {
+		d.rowsHTML = html
+	} else {
+		items, err := s.st.MailboxPage(r.Context(), box.ID, pg*size, size)
+		if err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
+			return
+		}
+		d.Rows = make([]row, len(items))
+		for i := range items {
+			d.Rows[i] = makeListRow(box.ID, &items[i], d.ShowTo, now)
+		}
+		d.rowsHTML = d.RowsHTML()
+		if box.HighestModSeq != 0 {
+			s.rows.put(key, d.rowsHTML, len(d.rowsHTML))
+		}
 	}
 	d.Targets = v.Folders
 	s.page(w, r, "list", d)

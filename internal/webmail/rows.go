@@ -18,11 +18,17 @@ import (
 	"pimail/internal/store"
 )
 
+// htmlSpecial marks the bytes escapeHTML replaces.
+var htmlSpecial = [256]bool{'&': true, '<': true, '>': true, '"': true, '\'': true, 0: true}
+
 // escapeHTML appends s to b with &, <, >, " and ' escaped, and NUL replaced
 // (as html/template does).
 func escapeHTML(b []byte, s string) []byte {
 	last := 0
 	for i := 0; i < len(s); i++ {
+		if !htmlSpecial[s[i]] {
+			continue
+		}
 		var rep string
 		switch s[i] {
 		case '&':
@@ -35,16 +41,27 @@ func escapeHTML(b []byte, s string) []byte {
 			rep = "&#34;"
 		case '\'':
 			rep = "&#39;"
-		case 0:
+		default: // NUL
 			rep = "\uFFFD"
-		default:
-			continue
 		}
 		b = append(b, s[last:i]...)
 		b = append(b, rep...)
 		last = i + 1
 	}
 	return append(b, s[last:]...)
+}
+
+// escapeText is escapeHTML for the text of a plain body: a CR before LF
+// is dropped as well (the page shows LF line ends).
+func escapeText(b []byte, s string) []byte {
+	for {
+		i := strings.Index(s, "\r\n")
+		if i < 0 {
+			return escapeHTML(b, s)
+		}
+		b = escapeHTML(b, s[:i])
+		s = s[i+1:]
+	}
 }
 
 // safeLinkURL returns u when it is an http(s) or mailto URL (what linkify
@@ -130,6 +147,9 @@ func firstAddr(list string) (label, addr string) {
 
 // RowsHTML renders the list's rows (the table body of list.html).
 func (d listData) RowsHTML() template.HTML {
+	if d.rowsHTML != "" {
+		return d.rowsHTML
+	}
 	if len(d.Rows) == 0 {
 		return `<tr><td colspan="6" class="empty">No messages.</td></tr>`
 	}
@@ -225,11 +245,11 @@ func (d readData) TextHTML() template.HTML {
 		}
 		if sg.Quote {
 			b = append(b, `<span class="q">`...)
-			b = escapeHTML(b, sg.Text)
+			b = escapeText(b, sg.Text)
 			b = append(b, "</span>"...)
 			continue
 		}
-		b = escapeHTML(b, sg.Text)
+		b = escapeText(b, sg.Text)
 	}
 	return template.HTML(b)
 }

@@ -14,6 +14,7 @@ package webmail
 
 import (
 	"context"
+	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -104,6 +105,7 @@ type Server struct {
 	folderCache folderCache
 	metas       *lru[msgKey, metaEntry]
 	bodies      *lru[int64, *bodyView]
+	rows        *lru[rowsKey, template.HTML]
 	now         func() time.Time
 }
 
@@ -126,6 +128,7 @@ func New(cfg Config, st store.Store, authn Authenticator, pipe *delivery.Pipelin
 		sanitize: newSanitizer(),
 		metas:    newLRU[msgKey, metaEntry](metaCacheEntries),
 		bodies:   newLRU[int64, *bodyView](bodyCacheBytes),
+		rows:     newLRU[rowsKey, template.HTML](rowsCacheBytes),
 		now:      time.Now,
 	}
 	s.corr.entries = map[int64]corrEntry{}

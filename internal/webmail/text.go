@@ -20,63 +20,95 @@ var linkRE = regexp.MustCompile(`(?i)\b(?:https?://|www\.)[^\s<>"'\x60]+|\bmailt
 
 // linkify splits text into segments, making http(s), www. and mailto:
 // references into links. Trailing punctuation stays text. Consecutive
-// lines of the same quoting form one text segment.
+// lines of the same quoting form one text segment. Segments are substrings
+// of text (line ends as they are: TextHTML writes CRLF as LF), and the
+// regular expression runs only on lines that hold one of the strings a
+// link starts with.
 func linkify(text string) []segment {
-	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var (
-		out   []segment
-		run   strings.Builder
-		runQ  bool
-		links int
+		out      []segment
+		runStart int  // the current text run is text[runStart:…]
+		runQ     bool // … and is quoted
+		links    int
+		cand     candidates
 	)
-	flush := func() {
-		if run.Len() > 0 {
-			out = append(out, segment{Text: run.String(), Quote: runQ})
-			run.Reset()
+	cand.init(text)
+	flushTo := func(end int) {
+		if end > runStart {
+			out = append(out, segment{Text: text[runStart:end], Quote: runQ})
 		}
+		runStart = end
 	}
-	addText := func(t string, quote bool) {
-		if t == "" {
-			return
+	for off := 0; off < len(text); {
+		end := len(text)
+		if i := strings.IndexByte(text[off:], '\n'); i >= 0 {
+			end = off + i + 1
 		}
-		if quote != runQ {
-			flush()
+		line := text[off:end]
+		if quote := line[0] == '>'; quote != runQ {
+			flushTo(off)
 			runQ = quote
 		}
-		run.WriteString(t)
-	}
-	for line := range strings.Lines(text) {
-		quote := strings.HasPrefix(line, ">")
-		pos := 0
-		if links < maxLinks && mayHaveLink(line) {
+		if links < maxLinks && cand.before(off, end) {
 			for _, m := range linkRE.FindAllStringIndex(line, -1) {
 				if links >= maxLinks {
 					break
 				}
 				u := strings.TrimRight(line[m[0]:m[1]], ".,;:!?)]}")
-				if end := m[0] + len(u); strings.Count(u, "(") > strings.Count(u, ")") && end < len(line) && line[end] == ')' {
+				if e := m[0] + len(u); strings.Count(u, "(") > strings.Count(u, ")") && e < len(line) && line[e] == ')' {
 					u += ")"
 				}
-				addText(line[pos:m[0]], quote)
-				flush()
+				flushTo(off + m[0])
 				href := u
 				if strings.HasPrefix(strings.ToLower(u), "www.") {
 					href = "https://" + u
 				}
-				out = append(out, segment{Text: u, URL: href, Quote: quote})
-				pos = m[0] + len(u)
+				out = append(out, segment{Text: u, URL: href, Quote: runQ})
+				runStart = off + m[0] + len(u)
 				links++
 			}
 		}
-		addText(line[pos:], quote)
+		off = end
 	}
-	flush()
+	flushTo(len(text))
 	return out
 }
 
-// mayHaveLink is a cheap test that spares the regular expression on lines
-// that cannot match it.
-func mayHaveLink(line string) bool {
-	return strings.Contains(line, "://") || strings.Contains(line, "www.") || strings.Contains(line, "WWW.") ||
-		strings.Contains(line, "mailto:") || strings.Contains(line, "MAILTO:")
+// linkStarts are the strings every match of linkRE contains (the
+// expression is case-insensitive; www. and mailto: in other mixed cases
+// are not made links, as before).
+var linkStarts = [...]string{"://", "www.", "WWW.", "mailto:", "MAILTO:"}
+
+// candidates finds, in one pass over the text per string, where the
+// strings a link needs occur.
+type candidates struct {
+	text string
+	next [len(linkStarts)]int // next occurrence at or after the last query, -1 for none
+}
+
+func (c *candidates) init(text string) {
+	c.text = text
+	for i, s := range linkStarts {
+		c.next[i] = strings.Index(text, s)
+	}
+}
+
+// before reports whether one of the strings occurs in text[from:to];
+// calls come with ascending from.
+func (c *candidates) before(from, to int) bool {
+	found := false
+	for i, s := range linkStarts {
+		for c.next[i] >= 0 && c.next[i] < from {
+			j := strings.Index(c.text[from:], s)
+			if j < 0 {
+				c.next[i] = -1
+			} else {
+				c.next[i] = from + j
+			}
+		}
+		if n := c.next[i]; n >= 0 && n+len(s) <= to {
+			found = true
+		}
+	}
+	return found
 }
