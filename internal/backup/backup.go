@@ -44,6 +44,11 @@ const ManifestFormat = 1
 // database and the message files.
 var AuxDirs = []string{"spam", "tls", "webmail", "import"}
 
+// AuxFiles are the single files of a data directory copied besides them:
+// the SRS secret (without it, bounces to addresses rewritten before the
+// restore are refused).
+var AuxFiles = []string{"srs.key"} // delivery.SRSSecretFile
+
 // Manifest describes a backup.
 type Manifest struct {
 	Format    int       `json:"format"`
@@ -86,6 +91,11 @@ func Run(ctx context.Context, st *sqlite.Store, out string, opts Options) (Manif
 		}
 		m.AuxFiles += n
 	}
+	n, err := copyAuxFiles(st.Dir(), out)
+	if err != nil {
+		return m, fmt.Errorf("backup: %w", err)
+	}
+	m.AuxFiles += n
 	m.Duration = time.Since(start).Round(time.Millisecond).String()
 	if err := writeManifest(out, m); err != nil {
 		return m, fmt.Errorf("backup: %w", err)
@@ -171,6 +181,22 @@ func copyTree(src, dst string) (int, error) {
 }
 
 // copyFile copies one file with its permission bits and fsyncs it.
+// copyAuxFiles copies those of AuxFiles that exist in from to to.
+func copyAuxFiles(from, to string) (int, error) {
+	n := 0
+	for _, f := range AuxFiles {
+		err := copyFile(filepath.Join(from, f), filepath.Join(to, f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 func copyFile(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {

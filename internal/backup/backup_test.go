@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"pimail/internal/delivery"
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
 )
@@ -49,6 +50,7 @@ func populate(t *testing.T, n int) (*sqlite.Store, store.Account) {
 		"tls/cert.pem":           "cert",
 		"webmail/prefs/1.json":   "{}",
 		"import/imap-ab.journal": "journal",
+		delivery.SRSSecretFile:   "srs secret",
 	}
 	for name, body := range files {
 		p := filepath.Join(st.Dir(), name)
@@ -82,8 +84,8 @@ func TestBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("backup: %v", err)
 	}
-	if m.Blobs != 25 || m.AuxFiles != 4 || !m.Linked {
-		t.Errorf("manifest %+v: want 25 linked blobs and 4 auxiliary files", m)
+	if m.Blobs != 25 || m.AuxFiles != 5 || !m.Linked {
+		t.Errorf("manifest %+v: want 25 linked blobs and 5 auxiliary files", m)
 	}
 	if _, err := os.Stat(filepath.Join(out, "spam", ".model-123.tmp")); err == nil {
 		t.Errorf("a temporary file was backed up")
@@ -98,11 +100,14 @@ func TestBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	if rs.Blobs != 25 || rs.AuxFiles != 4 {
+	if rs.Blobs != 25 || rs.AuxFiles != 5 {
 		t.Errorf("restore stats %+v", rs)
 	}
 	if b, err := os.ReadFile(filepath.Join(data, "webmail", "prefs", "1.json")); err != nil || string(b) != "{}" {
 		t.Errorf("webmail prefs after restore: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(data, delivery.SRSSecretFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("SRS secret after restore: %v, %v", fi, err)
 	}
 	rep := verify(t, data)
 	if rep.MailRows != 25 {

@@ -52,6 +52,11 @@ func Restore(ctx context.Context, from, to string) (RestoreStats, error) {
 		}
 		rs.AuxFiles += n
 	}
+	n, err := copyAuxFiles(from, to)
+	if err != nil {
+		return rs, fmt.Errorf("restore: %w", err)
+	}
+	rs.AuxFiles += n
 	if err := syncDir(to); err != nil {
 		return rs, fmt.Errorf("restore: %w", err)
 	}
