@@ -34,9 +34,10 @@ import (
 )
 
 var (
-	validate  bool
-	explain   int
-	ruleStats bool
+	validate    bool
+	explain     int
+	ruleStats   bool
+	bayesWeight float64
 )
 
 type sample struct {
@@ -49,6 +50,7 @@ func main() {
 	corpus := flag.String("corpus", "../shared/corpus", "corpus directory with train.txt and test.txt")
 	seconds := flag.Float64("seconds", 3, "seconds per speed measurement")
 	junk := flag.Float64("junk", 0, "junk threshold (0: the filter's default)")
+	flag.Float64Var(&bayesWeight, "bayes-weight", 0, "points of the classifier at probability 1 (0: the filter's default)")
 	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
 	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
@@ -65,7 +67,7 @@ func run(corpus string, per time.Duration, junk float64) error {
 		return err
 	}
 	newFilter := func() (*spam.Filter, error) {
-		return spam.New(spam.Config{JunkThreshold: junk, ReloadInterval: -1,
+		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
 	var (
@@ -125,6 +127,7 @@ func run(corpus string, per time.Duration, junk float64) error {
 		}
 		fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
 	}
+	operatingPoints(test, results)
 	misses(test, results, cfg.JunkThreshold)
 	if ruleStats {
 		printRuleStats(test, results)
@@ -244,6 +247,68 @@ func misses(test []sample, results []spam.Result, thr float64) {
 				fmt.Printf("       %.3f %q\n", c.Prob, c.Token)
 			}
 		}
+	}
+}
+
+// operatingPoints prints, threshold-free, the spam recall each source
+// would have at the lowest threshold that keeps ham false positives at or
+// under 0.1, 0.2 and 0.3 % overall: the number to compare tokenizer and
+// classifier variants by, before choosing a threshold.
+func operatingPoints(test []sample, results []spam.Result) {
+	var hams []float64
+	for i, s := range test {
+		if !s.spam {
+			hams = append(hams, results[i].Message.Score)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(hams)))
+	var spams []float64
+	for i, s := range test {
+		if s.spam {
+			spams = append(spams, results[i].Message.Score)
+		}
+	}
+	// A steadier summary than any one point: the mean recall over every
+	// allowed number of false positives from 0.1 % to 0.5 % of the ham.
+	var sum float64
+	lo, hi := len(hams)/1000, len(hams)/200
+	for k := lo; k <= hi; k++ {
+		thr := hams[k] + 0.001
+		n := 0
+		for _, sc := range spams {
+			if sc >= thr {
+				n++
+			}
+		}
+		sum += pct(n, len(spams))
+	}
+	fmt.Printf("mean recall at ham FP 0.1-0.5 %%: %.2f %%\n", sum/float64(hi-lo+1))
+	for _, fpr := range []float64{0.1, 0.2, 0.3} {
+		allowed := int(fpr / 100 * float64(len(hams)))
+		thr := hams[min(allowed, len(hams)-1)] + 0.001 // just above the first ham not allowed
+		fmt.Printf("at ham FP <= %.1f %% (threshold %.2f):", fpr, thr)
+		for _, src := range []string{"all", "sa-", "trec07p-"} {
+			var tp, ns, fp, nh int
+			for i, s := range test {
+				if src != "all" && !strings.HasPrefix(filepath.Base(s.path), src) {
+					continue
+				}
+				hit := results[i].Message.Score >= thr
+				if s.spam {
+					ns++
+					if hit {
+						tp++
+					}
+				} else {
+					nh++
+					if hit {
+						fp++
+					}
+				}
+			}
+			fmt.Printf("  %s recall %.2f %% FP %d/%d", src, pct(tp, ns), fp, nh)
+		}
+		fmt.Println()
 	}
 }
 

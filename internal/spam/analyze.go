@@ -9,8 +9,8 @@ import (
 // Bounds of the content analysis. Scoring cost grows with what is read,
 // so a 10 MB message costs about as much as a 300 KB one.
 const (
-	maxTextPerPart = 128 << 10 // decoded bytes of one text part
-	maxTextTotal   = 256 << 10 // decoded bytes of all text parts
+	maxTextPerPart = 32 << 10 // decoded bytes of one text part
+	maxTextTotal   = 64 << 10 // decoded bytes of all text parts
 	maxTextParts   = 20
 	maxURLs        = 300
 	maxHeaderVals  = 8 // values kept per header field name
@@ -36,8 +36,8 @@ type analysis struct {
 	attachments []attachment
 	urls        []string // every URL seen, plain text and HTML, deduplicated
 	hosts       []string // urlHost of each of urls ("" if none)
-	// Letters and capitals of the visible text (plain and HTML), counted
-	// once for the rules and the shape tokens.
+	// Letters and capitals of the body text the tokenizer read (list
+	// footers aside), counted while it reads; set by Check for the rules.
 	letters, upper int
 	links          []link
 	parts          int
@@ -102,7 +102,11 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 		if strings.EqualFold(part.Encoding, "base64") {
 			a.b64Text = true
 		}
-		text, err := message.DecodeText(raw, part)
+		// Decode no more of the part than can give maxTextPerPart of text
+		// (base64 is 4/3 of its bytes; quoted-printable can be 3×).
+		bounded := *part
+		bounded.End = min(bounded.End, bounded.BodyStart+3*maxTextPerPart)
+		text, err := message.DecodeText(raw, &bounded)
 		if err != nil {
 			return true
 		}
@@ -118,11 +122,9 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 			}
 			a.links = append(a.links, d.links...)
 			a.html = append(a.html, d)
-			a.countCase(d.text)
 		} else {
 			a.hasPlain = true
 			a.plain = append(a.plain, text)
-			a.countCase(text)
 			for _, u := range plainURLs(text, 100) {
 				addURL(u)
 			}
@@ -130,13 +132,6 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 		return true
 	})
 	return a
-}
-
-// countCase adds the letters and capitals of s to the analysis' counts.
-func (a *analysis) countCase(s string) {
-	u, l := caseCounts(s)
-	a.upper += u
-	a.letters += l
 }
 
 // header returns the first value of a top-level field, "" when absent.

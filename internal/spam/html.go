@@ -56,14 +56,14 @@ func reduceHTML(src string) htmlDoc {
 			if skip > 0 {
 				continue
 			}
-			t := string(z.Text())
+			t := z.Text()
 			if hidden > 0 {
 				doc.hiddenText += countLetters(t)
 				continue
 			}
-			b.WriteString(t)
+			b.Write(t)
 			if anchor != nil && anchorText.Len() < 500 {
-				anchorText.WriteString(t)
+				anchorText.Write(t)
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
@@ -152,10 +152,12 @@ func isHiddenStyle(style string) bool {
 		strings.Contains(s, "font-size:0") || strings.Contains(s, "font-size:1px")
 }
 
-func countLetters(s string) int {
+// countLetters counts the characters that are not spaces or controls
+// (UTF-8 continuation bytes are not counted).
+func countLetters[S ~string | ~[]byte](s S) int {
 	n := 0
-	for _, r := range s {
-		if r > ' ' {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c > ' ' && (c < 0x80 || c >= 0xC0) {
 			n++
 		}
 	}

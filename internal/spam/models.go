@@ -200,9 +200,14 @@ func (f *Filter) train(accountID int64, raw []byte, spam bool, delta int) error 
 	if err != nil {
 		return fmt.Errorf("spam train: %w", err)
 	}
-	t := getTokenSet()
+	a := analyze(raw, message.Parse(raw))
+	t := readTokens(a)
 	defer putTokenSet(t)
-	t.tokenize(analyze(raw, message.Parse(raw)))
+	rc := &ruleCtx{a: a, in: &Input{}, now: receivedTime(a)}
+	if rc.now.IsZero() {
+		rc.now = time.Now()
+	}
+	ruleTokens(t, rc)
 	m.learn(t.hashes, spam, delta)
 	return nil
 }

@@ -19,6 +19,9 @@ type rule struct {
 	score float64
 	desc  string
 	test  func(c *ruleCtx) bool
+	// transaction marks rules that read the SMTP transaction rather than
+	// the message.
+	transaction bool
 }
 
 // ruleCtx is what the rules look at.
@@ -33,42 +36,42 @@ type ruleCtx struct {
 // message as spam: it takes several, or the classifier's agreement.
 var rules = []rule{
 	// RFC 5322 §3.6: Date and From are required; Message-ID should be there.
-	{"MISSING_DATE", 1.2, "no Date field (RFC 5322 §3.6 requires one)", ruleMissingDate},
-	{"DATE_IN_FUTURE", 2.0, "Date more than 12 hours after receipt", ruleDateFuture},
-	{"DATE_LONG_BEFORE", 0.2, "Date more than 5 days before receipt", ruleDatePast},
-	{"DATE_UNPARSEABLE", 0.8, "Date field does not parse (RFC 5322 §3.3)", ruleDateBad},
-	{"MISSING_FROM", 2.0, "no From field or no address in it", ruleMissingFrom},
-	{"MISSING_MESSAGE_ID", 1.0, "no Message-ID field (RFC 5322 §3.6.4)", ruleMissingMsgID},
-	{"MESSAGE_ID_MALFORMED", 1.5, "Message-ID is not <left@right> (RFC 5322 §3.6.4)", ruleMsgIDMalformed},
-	{"MISSING_TO", 0.2, "no To or Cc field", ruleMissingTo},
-	{"MISSING_SUBJECT", 0.4, "no or empty Subject", ruleMissingSubject},
-	{"SUBJECT_ALL_CAPS", 1.5, "Subject written in capitals", ruleSubjectCaps},
-	{"SUBJECT_MONEY_SHOUT", 0.7, "Subject with $$, !!! or percent-off", ruleSubjectShout},
-	{"FAKE_REPLY", 0.3, "Subject says Re: but there is no In-Reply-To or References", ruleFakeReply},
-	{"FROM_NAME_OTHER_ADDRESS", 1.5, "From display name holds an address of another domain", ruleFromNameAddr},
-	{"FROM_LOCAL_MANY_DIGITS", 0.4, "From local part with many digits", ruleFromDigits},
-	{"REPLYTO_OTHER_DOMAIN", 0.1, "Reply-To in another domain than From", ruleReplyToDiffers},
-	{"ENVFROM_OTHER_DOMAIN", 0.2, "envelope sender in another domain than From", ruleEnvFromDiffers},
-	{"HEADER_8BIT", 1.0, "raw 8-bit bytes in Subject or From (RFC 2047 wanted)", ruleHeader8bit},
-	{"MIME_NO_VERSION", 0.8, "MIME structure without MIME-Version (RFC 2045 §4)", ruleMIMENoVersion},
-	{"HTML_ONLY", 0.7, "HTML body without a text alternative", ruleHTMLOnly},
-	{"HTML_IMAGE_HEAVY", 1.5, "HTML with images and almost no text", ruleImageHeavy},
-	{"HTML_HIDDEN_TEXT", 1.2, "text styled invisible", ruleHiddenText},
-	{"HTML_FORM", 0.3, "HTML form in a message", ruleForm},
-	{"TEXT_BASE64", 1.0, "body text sent as base64", ruleTextBase64},
-	{"BODY_SHOUTING", 0.8, "most letters of the body are capitals", ruleBodyCaps},
-	{"URL_IP_LITERAL", 2.0, "link to a numeric IP address", ruleURLIP},
-	{"URL_TEXT_MISMATCH", 1.0, "link text shows another domain than its target", ruleAnchorMismatch},
-	{"URL_MANY_HOSTS", 0.1, "links to more than 8 different hosts", ruleManyHosts},
-	{"ATTACH_EXEC_NAME", 2.5, "attachment name of a program or script", ruleExecName},
+	{"MISSING_DATE", 1.2, "no Date field (RFC 5322 §3.6 requires one)", ruleMissingDate, false},
+	{"DATE_IN_FUTURE", 2.0, "Date more than 12 hours after receipt", ruleDateFuture, false},
+	{"DATE_LONG_BEFORE", 0.2, "Date more than 5 days before receipt", ruleDatePast, false},
+	{"DATE_UNPARSEABLE", 0.8, "Date field does not parse (RFC 5322 §3.3)", ruleDateBad, false},
+	{"MISSING_FROM", 2.0, "no From field or no address in it", ruleMissingFrom, false},
+	{"MISSING_MESSAGE_ID", 1.0, "no Message-ID field (RFC 5322 §3.6.4)", ruleMissingMsgID, false},
+	{"MESSAGE_ID_MALFORMED", 1.5, "Message-ID is not <left@right> (RFC 5322 §3.6.4)", ruleMsgIDMalformed, false},
+	{"MISSING_TO", 0.2, "no To or Cc field", ruleMissingTo, false},
+	{"MISSING_SUBJECT", 0.4, "no or empty Subject", ruleMissingSubject, false},
+	{"SUBJECT_ALL_CAPS", 1.5, "Subject written in capitals", ruleSubjectCaps, false},
+	{"SUBJECT_MONEY_SHOUT", 0.7, "Subject with $$, !!! or percent-off", ruleSubjectShout, false},
+	{"FAKE_REPLY", 0.3, "Subject says Re: but there is no In-Reply-To or References", ruleFakeReply, false},
+	{"FROM_NAME_OTHER_ADDRESS", 1.5, "From display name holds an address of another domain", ruleFromNameAddr, false},
+	{"FROM_LOCAL_MANY_DIGITS", 0.4, "From local part with many digits", ruleFromDigits, false},
+	{"REPLYTO_OTHER_DOMAIN", 0.1, "Reply-To in another domain than From", ruleReplyToDiffers, false},
+	{"ENVFROM_OTHER_DOMAIN", 0.2, "envelope sender in another domain than From", ruleEnvFromDiffers, true},
+	{"HEADER_8BIT", 1.0, "raw 8-bit bytes in Subject or From (RFC 2047 wanted)", ruleHeader8bit, false},
+	{"MIME_NO_VERSION", 0.8, "MIME structure without MIME-Version (RFC 2045 §4)", ruleMIMENoVersion, false},
+	{"HTML_ONLY", 0.7, "HTML body without a text alternative", ruleHTMLOnly, false},
+	{"HTML_IMAGE_HEAVY", 1.5, "HTML with images and almost no text", ruleImageHeavy, false},
+	{"HTML_HIDDEN_TEXT", 1.2, "text styled invisible", ruleHiddenText, false},
+	{"HTML_FORM", 0.3, "HTML form in a message", ruleForm, false},
+	{"TEXT_BASE64", 1.0, "body text sent as base64", ruleTextBase64, false},
+	{"BODY_SHOUTING", 0.8, "most letters of the body are capitals", ruleBodyCaps, false},
+	{"URL_IP_LITERAL", 2.0, "link to a numeric IP address", ruleURLIP, false},
+	{"URL_TEXT_MISMATCH", 1.0, "link text shows another domain than its target", ruleAnchorMismatch, false},
+	{"URL_MANY_HOSTS", 0.1, "links to more than 8 different hosts", ruleManyHosts, false},
+	{"ATTACH_EXEC_NAME", 2.5, "attachment name of a program or script", ruleExecName, false},
 	// Results of earlier steps, when the input carries them.
-	{"SPF_FAIL", 2.5, "SPF fail (RFC 7208 §2.6.4)", func(c *ruleCtx) bool { return c.in.SPF == "fail" }},
-	{"SPF_SOFTFAIL", 0.8, "SPF softfail (RFC 7208 §2.6.5)", func(c *ruleCtx) bool { return c.in.SPF == "softfail" }},
-	{"DKIM_FAIL", 1.0, "DKIM signature present but failing (RFC 6376 §6.1)", func(c *ruleCtx) bool { return c.in.DKIM == "fail" }},
-	{"DKIM_PASS", -0.3, "valid DKIM signature", func(c *ruleCtx) bool { return c.in.DKIM == "pass" }},
-	{"DMARC_FAIL_REJECT", 4.0, "DMARC fail, domain policy reject (RFC 7489 §6.3)", func(c *ruleCtx) bool { return c.in.DMARC == "fail" && c.in.DMARCPolicy == "reject" }},
-	{"DMARC_FAIL", 1.5, "DMARC fail, policy quarantine or none", func(c *ruleCtx) bool { return c.in.DMARC == "fail" && c.in.DMARCPolicy != "reject" }},
-	{"DMARC_PASS", -0.5, "DMARC pass", func(c *ruleCtx) bool { return c.in.DMARC == "pass" }},
+	{"SPF_FAIL", 2.5, "SPF fail (RFC 7208 §2.6.4)", func(c *ruleCtx) bool { return c.in.SPF == "fail" }, true},
+	{"SPF_SOFTFAIL", 0.8, "SPF softfail (RFC 7208 §2.6.5)", func(c *ruleCtx) bool { return c.in.SPF == "softfail" }, true},
+	{"DKIM_FAIL", 1.0, "DKIM signature present but failing (RFC 6376 §6.1)", func(c *ruleCtx) bool { return c.in.DKIM == "fail" }, true},
+	{"DKIM_PASS", -0.3, "valid DKIM signature", func(c *ruleCtx) bool { return c.in.DKIM == "pass" }, true},
+	{"DMARC_FAIL_REJECT", 4.0, "DMARC fail, domain policy reject (RFC 7489 §6.3)", func(c *ruleCtx) bool { return c.in.DMARC == "fail" && c.in.DMARCPolicy == "reject" }, true},
+	{"DMARC_FAIL", 1.5, "DMARC fail, policy quarantine or none", func(c *ruleCtx) bool { return c.in.DMARC == "fail" && c.in.DMARCPolicy != "reject" }, true},
+	{"DMARC_PASS", -0.5, "DMARC pass", func(c *ruleCtx) bool { return c.in.DMARC == "pass" }, true},
 }
 
 // RuleNames lists the built-in rules with their default weight and a

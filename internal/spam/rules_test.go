@@ -17,6 +17,7 @@ func ruleHits(t *testing.T, raw string, in Input) []string {
 	t.Helper()
 	in.Raw = []byte(raw)
 	a := analyze(in.Raw, message.Parse(in.Raw))
+	putTokenSet(readTokens(a))
 	rc := &ruleCtx{a: a, in: &in, now: receivedTime(a)}
 	if rc.now.IsZero() {
 		rc.now = time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)

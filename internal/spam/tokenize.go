@@ -46,6 +46,9 @@ type tokenSet struct {
 	text   []byte
 	word   []byte // the word being read
 	cjk    int
+	// letters and upper count the letters and capitals of the body text
+	// read (words with no prefix), for the rules.
+	letters, upper int
 }
 
 var tokenSets = sync.Pool{New: func() any {
@@ -61,6 +64,7 @@ func putTokenSet(t *tokenSet) {
 	}
 	clear(t.seen)
 	t.hashes, t.ends, t.text, t.word, t.cjk = t.hashes[:0], t.ends[:0], t.text[:0], t.word[:0], 0
+	t.letters, t.upper = 0, 0
 	tokenSets.Put(t)
 }
 
@@ -141,6 +145,9 @@ func (t *tokenSet) tokenize(a *analysis) {
 	if len(p.Envelope.From) > 0 {
 		f := p.Envelope.From[0]
 		t.words(message.DecodeHeaderValue(f.Name), "fn:")
+		if f.Mailbox != "" {
+			t.add3("fa:"+strings.ToLower(f.Mailbox), "@", strings.ToLower(f.Host))
+		}
 		if h := strings.ToLower(f.Host); h != "" {
 			t.add2("fd:", h)
 			t.add2("fd:", registrable(h))
@@ -182,16 +189,17 @@ func (t *tokenSet) tokenize(a *analysis) {
 		t.add("meta:html-only")
 	}
 	t.shapeTokens(a)
-	for _, h := range a.hosts {
+	for i, h := range a.hosts {
 		if h == "" {
 			continue
 		}
 		if isIPHost(h) {
 			t.add("url:ip")
-			continue
+		} else {
+			t.add2("url:", h)
+			t.add2("url:", registrable(h))
 		}
-		t.add2("url:", h)
-		t.add2("url:", registrable(h))
+		t.urlPath(a.urls[i])
 	}
 	for _, txt := range a.plain {
 		if list {
@@ -216,6 +224,7 @@ func (t *tokenSet) tokenize(a *analysis) {
 func (t *tokenSet) words(s, prefix string) {
 	var prevCJK rune
 	runes := 0 // runes in t.word
+	body := prefix == ""
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -223,6 +232,12 @@ func (t *tokenSet) words(s, prefix string) {
 			prevCJK = 0
 			switch k := asciiClass[c]; {
 			case k == classWord:
+				if body && c >= 'A' {
+					t.letters++
+					if c <= 'Z' {
+						t.upper++
+					}
+				}
 				t.wordByte(c|asciiLower(c), &runes)
 			case k == classJoiner && runes > 0:
 				t.wordByte(c, &runes)
@@ -258,6 +273,12 @@ func (t *tokenSet) words(s, prefix string) {
 		}
 		prevCJK = 0
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if body && unicode.IsLetter(r) {
+				t.letters++
+				if unicode.IsUpper(r) {
+					t.upper++
+				}
+			}
 			runes++
 			if len(t.word) < maxWordBytes {
 				t.word = utf8.AppendRune(t.word, unicode.ToLower(r))
@@ -344,6 +365,24 @@ func asciiLower(c byte) byte {
 		return 0x20
 	}
 	return 0
+}
+
+// urlPath adds the words of a URL's path and query with the prefix up:
+// (a script name, "remove", "unsubscribe", tracking parameters), at most
+// 256 bytes of it.
+func (t *tokenSet) urlPath(u string) {
+	if k := strings.Index(u, "//"); k >= 0 {
+		u = u[k+2:]
+	}
+	k := strings.IndexAny(u, "/?#")
+	if k < 0 {
+		return
+	}
+	p := u[k:]
+	if len(p) > 256 {
+		p = p[:256]
+	}
+	t.words(p, "up:")
 }
 
 func isCJK(r rune) bool {

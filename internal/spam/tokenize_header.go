@@ -32,31 +32,36 @@ func (t *tokenSet) headerTokens(a *analysis, list bool) {
 		if list && hasPrefixAny(name, listFieldPrefixes) {
 			continue
 		}
-		t.add("h:" + name)
+		t.add2("h:", name)
 	}
 	for _, name := range valueFields {
 		if list && name == "precedence" {
 			continue
 		}
 		if v := a.header(name); v != "" && len(v) < 60 {
-			t.add("hv:" + name + ":" + strings.ToLower(strings.TrimSpace(v)))
+			t.add3("hv:"+name, ":", strings.ToLower(strings.TrimSpace(v)))
 		}
 	}
 	if mid := a.header("message-id"); mid != "" {
-		t.add("mid:" + idShape(mid))
+		t.add2("mid:", idShape(mid))
 		if at := strings.LastIndexByte(mid, '@'); at >= 0 {
 			h := strings.ToLower(strings.Trim(mid[at+1:], "<> "))
 			if h != "" && len(h) < 80 {
-				t.add("midh:" + registrable(h))
+				t.add2("midh:", registrable(h))
 			}
 		}
+	}
+	// The shape of the MIME boundary (RFC 2046 §5.1.1), like that of the
+	// Message-ID, names the software that wrote the message.
+	if b := a.parsed.Body.Param("boundary"); b != "" {
+		t.add2("bnd:", idShape(b))
 	}
 	// Encoded words in the subject name their charset (RFC 2047 §2).
 	if raw := strings.ToLower(a.header("subject")); strings.Contains(raw, "=?") {
 		if i := strings.Index(raw, "=?"); i >= 0 {
 			rest := raw[i+2:]
 			if j := strings.IndexByte(rest, '?'); j > 0 && j < 30 {
-				t.add("subj-enc:" + rest[:j])
+				t.add2("subj-enc:", rest[:j])
 			}
 		}
 	}
