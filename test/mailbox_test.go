@@ -81,6 +81,17 @@ func syncMessages(t *testing.T, size string) ([][]byte, int) {
 	return out, skipped
 }
 
+// appendInteropIDs appends more (each starting with an X-Interop-ID
+// field, as interopMessages makes them) to msgs, renumbering their IDs to
+// follow those of msgs.
+func appendInteropIDs(msgs, more [][]byte) [][]byte {
+	for _, m := range more {
+		_, rest, _ := bytes.Cut(m, []byte("\r\n"))
+		msgs = append(msgs, append([]byte(fmt.Sprintf("X-Interop-ID: %d\r\n", len(msgs))), rest...))
+	}
+	return msgs
+}
+
 // TestMboxReader checks splitMboxrd on the message counts the corpus
 // README gives for the 1k mailbox.
 func TestMboxReader(t *testing.T) {
