@@ -47,8 +47,9 @@ type tokenSet struct {
 	word   []byte // the word being read
 	cjk    int
 	// letters and upper count the letters and capitals of the body text
-	// read (words with no prefix), for the rules.
-	letters, upper int
+	// read (words with no prefix), for the rules; visible counts its
+	// characters that are not spaces, for the shape tokens.
+	letters, upper, visible int
 }
 
 var tokenSets = sync.Pool{New: func() any {
@@ -64,11 +65,30 @@ func putTokenSet(t *tokenSet) {
 	}
 	clear(t.seen)
 	t.hashes, t.ends, t.text, t.word, t.cjk = t.hashes[:0], t.ends[:0], t.text[:0], t.word[:0], 0
-	t.letters, t.upper = 0, 0
+	t.letters, t.upper, t.visible = 0, 0, 0
 	tokenSets.Put(t)
 }
 
 func (t *tokenSet) full() bool { return len(t.hashes) >= maxTokens }
+
+// addMeta adds a token even when the set is full (a few message-shape
+// tokens that come after the words).
+func (t *tokenSet) addMeta(a, b string) {
+	start := len(t.text)
+	t.text = append(t.text, a...)
+	t.text = append(t.text, b...)
+	h := uint64(fnvOffset)
+	for _, c := range t.text[start:] {
+		h = (h ^ uint64(c)) * fnvPrime
+	}
+	if _, dup := t.seen[h]; dup {
+		t.text = t.text[:start]
+		return
+	}
+	t.seen[h] = struct{}{}
+	t.hashes = append(t.hashes, h)
+	t.ends = append(t.ends, int32(len(t.text)))
+}
 
 // token returns the text of token i.
 func (t *tokenSet) token(i int) string {
@@ -188,7 +208,6 @@ func (t *tokenSet) tokenize(a *analysis) {
 	if a.hasHTML && !a.hasPlain {
 		t.add("meta:html-only")
 	}
-	t.shapeTokens(a)
 	for i, h := range a.hosts {
 		if h == "" {
 			continue
@@ -213,6 +232,7 @@ func (t *tokenSet) tokenize(a *analysis) {
 	for _, d := range a.html {
 		t.words(d.text, "")
 	}
+	t.shapeTokens(a)
 }
 
 // words adds the words of s with a prefix. A word is a run of letters,
@@ -230,6 +250,9 @@ func (t *tokenSet) words(s, prefix string) {
 		if c < utf8.RuneSelf {
 			i++
 			prevCJK = 0
+			if body && c > ' ' {
+				t.visible++
+			}
 			switch k := asciiClass[c]; {
 			case k == classWord:
 				if body && c >= 'A' {
@@ -252,6 +275,9 @@ func (t *tokenSet) words(s, prefix string) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
+		if body {
+			t.visible++
+		}
 		if isCJK(r) {
 			if runes > 0 {
 				t.flush(prefix, runes)
@@ -444,22 +470,19 @@ func isYear[S ~string | ~[]byte](w S) bool {
 // itself. Image spam pads a picture with words copied from news to look
 // like ham to a word counter; its shape gives it away.
 func (t *tokenSet) shapeTokens(a *analysis) {
-	var imgs, cid, letters int
+	var imgs, cid int
 	for _, d := range a.html {
 		imgs += d.images
 		cid += d.cidImages
-		letters += countLetters(d.text)
 	}
-	for _, p := range a.plain {
-		letters += countLetters(p)
-	}
-	t.add2("meta:letters:", sizeBucket(letters))
+	letters := t.visible // counted while the words were read
+	t.addMeta("meta:letters:", sizeBucket(letters))
 	if imgs > 0 {
-		t.add2("meta:img:", bucket(imgs))
+		t.addMeta("meta:img:", bucket(imgs))
 	}
 	if cid > 0 {
-		t.add("meta:cid-img")
-		t.add2("meta:cid-img-letters:", sizeBucket(letters))
+		t.addMeta("meta:cid-img", "")
+		t.addMeta("meta:cid-img-letters:", sizeBucket(letters))
 	}
 }
 
