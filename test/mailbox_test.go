@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 )
 
 // mboxMessages reads the corpus mailbox mailbox-<size>.mbox ("1k", "9k"
@@ -17,32 +19,53 @@ import (
 // that a bug there cannot hide one in the server.
 func mboxMessages(t *testing.T, size string) [][]byte {
 	t.Helper()
+	msgs, _ := mboxEntries(t, size)
+	return msgs
+}
+
+// mboxEntries is mboxMessages with the date of each message's From_
+// line (UTC, as the corpus writes it).
+func mboxEntries(t *testing.T, size string) ([][]byte, []time.Time) {
+	t.Helper()
 	path := filepath.Join(corpusDir(t), "mailbox", "mailbox-"+size+".mbox")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("corpus mailbox: %v", err)
 	}
-	msgs := splitMboxrd(b)
+	msgs, froms := splitMboxrd(b)
 	if len(msgs) == 0 {
 		t.Fatalf("%s: no messages", path)
 	}
-	return msgs
+	dates := make([]time.Time, len(froms))
+	for i, f := range froms {
+		// "From addr Sat Feb 24 10:21:36 1996": the last five fields.
+		fs := strings.Fields(f)
+		if len(fs) < 5 {
+			t.Fatalf("%s: From_ line %q", path, f)
+		}
+		d, err := time.Parse(time.ANSIC, strings.Join(fs[len(fs)-5:], " "))
+		if err != nil {
+			t.Fatalf("%s: From_ line %q: %v", path, f, err)
+		}
+		dates[i] = d
+	}
+	return msgs, dates
 }
 
 var mboxrdQuoted = regexp.MustCompile(`^>+From `)
 
 // splitMboxrd splits an mboxrd file: a message starts at a "From " line
 // at the start of the file or after an empty line, and ends with the
-// empty line the writer added after it.
-func splitMboxrd(b []byte) [][]byte {
-	var out [][]byte
+// empty line the writer added after it. It returns the messages and their
+// From_ lines.
+func splitMboxrd(b []byte) (msgs [][]byte, froms []string) {
 	var cur []byte
 	in := false
 	prevEmpty := true
 	flush := func() {
 		if in {
 			cur = bytes.TrimSuffix(cur, []byte("\r\n")) // the separating empty line
-			out = append(out, cur)
+			msgs = append(msgs, cur)
 		}
 	}
 	for len(b) > 0 {
@@ -50,6 +73,7 @@ func splitMboxrd(b []byte) [][]byte {
 		b = rest
 		if bytes.HasPrefix(line, []byte("From ")) && prevEmpty {
 			flush()
+			froms = append(froms, string(line))
 			cur, in, prevEmpty = nil, true, false
 			continue
 		}
@@ -60,7 +84,7 @@ func splitMboxrd(b []byte) [][]byte {
 		cur = append(append(cur, line...), '\r', '\n')
 	}
 	flush()
-	return out
+	return msgs, froms
 }
 
 // syncMessages returns the messages of mailbox-<size>.mbox that a
@@ -92,10 +116,20 @@ func appendInteropIDs(msgs, more [][]byte) [][]byte {
 	return msgs
 }
 
-// TestMboxReader checks splitMboxrd on the message counts the corpus
-// README gives for the 1k mailbox.
+// TestMboxReader checks splitMboxrd on the message count the corpus
+// README gives for the 1k mailbox and the first dates of its index.
 func TestMboxReader(t *testing.T) {
-	if n := len(mboxMessages(t, "1k")); n != 1046 {
-		t.Errorf("mailbox-1k.mbox: %d messages, want 1,046", n)
+	msgs, dates := mboxEntries(t, "1k")
+	if len(msgs) != 1046 || len(dates) != 1046 {
+		t.Fatalf("mailbox-1k.mbox: %d messages, %d dates, want 1,046", len(msgs), len(dates))
+	}
+	// mailbox-21k.index.tsv: 1 1996-02-24T10:21:36Z, 2 1996-02-28T18:16:30Z.
+	for i, want := range []string{"1996-02-24T10:21:36Z", "1996-02-28T18:16:30Z"} {
+		if got := dates[i].Format(time.RFC3339); got != want {
+			t.Errorf("message %d: From_ date %s, want %s", i+1, got, want)
+		}
+	}
+	if id := headerValue(msgs[0], "Message-ID"); id != "<199602241021.CAA19391@cthulhu.engr.sgi.com>" {
+		t.Errorf("message 1: Message-ID %q", id)
 	}
 }

@@ -47,6 +47,9 @@ type refMsg struct {
 	date     time.Time
 	dateOK   bool
 	size     int
+	uid      uint32          // also the sequence number: nothing is expunged
+	internal time.Time       // INTERNALDATE's day (UTC)
+	flags    map[string]bool // flags and keywords, as given
 }
 
 type refHeader struct {
@@ -365,6 +368,42 @@ func sentCrit(key string, day time.Time) refCrit {
 	}}
 }
 
+// flagCrit is a flag or keyword criterion: set says whether the flag
+// must be there (SEEN, KEYWORD) or not (UNSEEN, UNKEYWORD).
+func flagCrit(key, flag string, set bool) refCrit {
+	return refCrit{imap: key, eval: func(m *refMsg) (bool, bool) {
+		ok := m.flags[flag] == set
+		return ok, ok
+	}}
+}
+
+// dateCrit is BEFORE/ON/SINCE on the internal date, time and zone
+// disregarded (RFC 9051 §6.4.4); the test APPENDs with +0000 dates.
+func dateCrit(key string, day time.Time) refCrit {
+	return refCrit{imap: key + " " + day.Format("2-Jan-2006"), eval: func(m *refMsg) (bool, bool) {
+		var ok bool
+		switch key {
+		case "BEFORE":
+			ok = m.internal.Before(day)
+		case "ON":
+			ok = m.internal.Equal(day)
+		case "SINCE":
+			ok = !m.internal.Before(day)
+		}
+		return ok, ok
+	}}
+}
+
+// uidCrit is a UID or sequence set lo:hi; star says hi is "*", which
+// stands for the last message even when lo is larger (RFC 9051 §9,
+// seq-range).
+func uidCrit(imap string, lo, hi uint32, star bool) refCrit {
+	return refCrit{imap: imap, eval: func(m *refMsg) (bool, bool) {
+		ok := m.uid >= lo && m.uid <= hi
+		return ok, ok
+	}}
+}
+
 func sizeCrit(key string, n int) refCrit {
 	return refCrit{imap: key + " " + strconv.Itoa(n), eval: func(m *refMsg) (bool, bool) {
 		ok := key == "LARGER" && m.size > n || key == "SMALLER" && m.size < n
@@ -430,6 +469,23 @@ func searchCriteria() []refCrit {
 		andCrit(textCrit("indy"), notCrit(sizeCrit("LARGER", 3000))),
 		orCrit(bodyCrit("bootloader"), andCrit(textCrit("r4000"), sentCrit("SENTBEFORE", day("1997-01-01")))),
 	)
+	for _, f := range []string{`\Seen`, `\Flagged`, `\Answered`, `\Deleted`, `\Draft`} {
+		key := strings.ToUpper(f[1:])
+		cs = append(cs, flagCrit(key, f, true), flagCrit("UN"+key, f, false))
+	}
+	cs = append(cs,
+		flagCrit("KEYWORD $Junk", "$Junk", true), flagCrit("UNKEYWORD $Junk", "$Junk", false),
+		flagCrit("KEYWORD $NotThere", "$NotThere", true),
+		dateCrit("BEFORE", day("1997-01-01")), dateCrit("ON", day("1997-08-12")), dateCrit("SINCE", day("1997-06-01")),
+		dateCrit("ON", day("1996-02-24")), dateCrit("SINCE", day("2001-06-01")),
+		uidCrit("UID 100:200", 100, 200, false), uidCrit("UID 500:*", 500, 1<<31, true),
+		uidCrit("1:50", 1, 50, false), uidCrit("900:*", 900, 1<<31, true),
+		refCrit{imap: "ALL", eval: func(*refMsg) (bool, bool) { return true, true }},
+		andCrit(flagCrit("FLAGGED", `\Flagged`, true), bodyCrit("kernel")),
+		orCrit(flagCrit("SEEN", `\Seen`, true), flagCrit("KEYWORD $Junk", "$Junk", true)),
+		andCrit(uidCrit("UID 1:500", 1, 500, false), dateCrit("SINCE", day("1997-06-01"))),
+		andCrit(notCrit(flagCrit("DELETED", `\Deleted`, true)), hdrCrit("FROM", "from", "ralf")),
+	)
 	// An empty HEADER needle means "has the field" (RFC 9051 §6.4.4).
 	for i, c := range cs {
 		if strings.HasSuffix(c.imap, ` ""`) && strings.HasPrefix(c.imap, "HEADER ") {
@@ -460,21 +516,73 @@ func TestSearchBruteForce(t *testing.T) {
 	user := srv.AddAccounts("search")[0]
 	srv.Start()
 	var msgs [][]byte
+	var dates []time.Time
 	skipped := 0
-	for _, m := range mboxMessages(t, size) {
+	all, froms := mboxEntries(t, size)
+	for i, m := range all {
 		if bytes.IndexByte(m, 0) >= 0 { // APPEND without BINARY cannot carry NUL
 			skipped++
 			continue
 		}
-		msgs = append(msgs, m)
+		msgs, dates = append(msgs, m), append(dates, froms[i])
 	}
-	t0 := time.Now()
-	appendAll(t, srv, user, "INBOX", msgs) // UIDs 1..n in order
-	t.Logf("mailbox-%s.mbox: %d messages APPENDed in %v (%d with NUL left out)", size, len(msgs), time.Since(t0).Round(time.Millisecond), skipped)
+	// Each message goes in with its From_ date as INTERNALDATE and some
+	// flags; then STORE changes some of them, so that both paths count.
 	refs := make([]*refMsg, len(msgs))
 	for i, m := range msgs {
-		refs[i] = newRefMsg(m)
+		r := newRefMsg(m)
+		r.uid = uint32(i + 1) // APPENDed in order into a new mailbox
+		d := dates[i].UTC()
+		r.internal = time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC)
+		r.flags = map[string]bool{`\Seen`: i%3 == 0, `\Flagged`: i%7 == 0, `\Answered`: i%5 == 0, "$Junk": i%11 == 0}
+		refs[i] = r
 	}
+	t0 := time.Now()
+	ic, err := rawIMAPLogin(srv.IMAP, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range msgs {
+		var fl []string
+		for f, on := range refs[i].flags {
+			if on {
+				fl = append(fl, f)
+			}
+		}
+		slices.Sort(fl)
+		head := fmt.Sprintf("A%d APPEND INBOX (%s) \"%s\" {%d+}\r\n", i, strings.Join(fl, " "),
+			dates[i].UTC().Format("02-Jan-2006 15:04:05 -0700"), len(m))
+		if err := ic.write(head + string(m) + "\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if st, _, err := ic.tagged(fmt.Sprintf("A%d", i)); err != nil || !strings.HasPrefix(st, "OK") {
+			t.Fatalf("APPEND %d: %q %v", i, st, err)
+		}
+	}
+	t.Logf("mailbox-%s.mbox: %d messages APPENDed in %v (%d with NUL left out)", size, len(msgs), time.Since(t0).Round(time.Millisecond), skipped)
+	var del, unseen []string
+	for i, r := range refs {
+		if i%13 == 0 {
+			del = append(del, strconv.Itoa(i+1))
+			r.flags[`\Deleted`] = true
+		}
+		if i%6 == 0 {
+			unseen = append(unseen, strconv.Itoa(i+1))
+			r.flags[`\Seen`] = false
+		}
+	}
+	for _, c := range [][2]string{
+		{"T1", "SELECT INBOX"},
+		{"T2", "UID STORE " + strings.Join(del, ",") + ` +FLAGS.SILENT (\Deleted)`},
+		{"T3", "UID STORE " + strings.Join(unseen, ",") + ` -FLAGS.SILENT (\Seen)`},
+		{"T4", "UNSELECT"}, // no expunge
+		{"T5", "LOGOUT"},
+	} {
+		if st, _, err := ic.command(c[0], c[1]); err != nil || !strings.HasPrefix(st, "OK") {
+			t.Fatalf("%s: %q %v", clip(c[1], 60), st, err)
+		}
+	}
+	ic.c.Close()
 	crits := searchCriteria()
 	check := func(pass string) {
 		ic := dialIMAP(t, srv.IMAP)
