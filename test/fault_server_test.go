@@ -32,10 +32,11 @@ type Listeners struct {
 	POP3        string
 	HTTP        string
 	IMAPS       string
+	POP3S       string // implicit TLS (995)
 }
 
 // withListeners picks free loopback ports for the listeners named
-// ("submission", "pop3", "http", "imaps").
+// ("submission", "submissions", "pop3", "pop3s", "http", "imaps").
 func withListeners(t *testing.T, names ...string) Listeners {
 	t.Helper()
 	var l Listeners
@@ -51,6 +52,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 			l.HTTP = freeAddr(t)
 		case "imaps":
 			l.IMAPS = freeAddr(t)
+		case "pop3s":
+			l.POP3S = freeAddr(t)
 		default:
 			t.Fatalf("unknown listener %q", n)
 		}

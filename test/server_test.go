@@ -96,7 +96,7 @@ func (s *Server) AddAccounts(locals ...string) []string {
 func (s *Server) Start() { s.StartWith(Listeners{}) }
 
 // StartWith is Start with the listeners in l turned on as well (submission,
-// POP3, HTTP, IMAPS); the others stay off.
+// POP3, HTTP, IMAPS, POP3S); the others stay off.
 func (s *Server) StartWith(l Listeners) {
 	s.t.Helper()
 	if s.proc != nil {
@@ -105,7 +105,7 @@ func (s *Server) StartWith(l Listeners) {
 	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
 		"--smtp", s.SMTP, "--imap", s.IMAP,
 		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
-		"--pop3", l.POP3, "--pop3s", "", "--http", l.HTTP, "--https", ""}
+		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", ""}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}
