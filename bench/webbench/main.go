@@ -56,6 +56,7 @@ type Result struct {
 	P50ms  float64 `json:"p50_ms"`
 	P99ms  float64 `json:"p99_ms"`
 	RPS    float64 `json:"rps,omitempty"`
+	CPUPct float64 `json:"server_cpu_pct,omitempty"` // of one core, during the load
 	RSSkB  int     `json:"peak_rss_kb,omitempty"`
 	PSSkB  int     `json:"peak_pss_kb,omitempty"`
 }
@@ -101,9 +102,9 @@ func main() {
 		}
 		out = append(out, r)
 	}
-	fmt.Printf("\n%-16s %7s %6s %9s %9s %9s %10s %10s\n", "request", "n", "errors", "p50 ms", "p99 ms", "req/s", "peak RSS", "peak PSS")
+	fmt.Printf("\n%-16s %7s %6s %9s %9s %9s %7s %10s %10s\n", "request", "n", "errors", "p50 ms", "p99 ms", "req/s", "CPU %", "peak RSS", "peak PSS")
 	for _, r := range out {
-		fmt.Printf("%-16s %7d %6d %9.3f %9.3f %9.1f %7d kB %7d kB\n", r.Name, r.N, r.Errors, r.P50ms, r.P99ms, r.RPS, r.RSSkB, r.PSSkB)
+		fmt.Printf("%-16s %7d %6d %9.3f %9.3f %9.1f %7.0f %7d kB %7d kB\n", r.Name, r.N, r.Errors, r.P50ms, r.P99ms, r.RPS, r.CPUPct, r.RSSkB, r.PSSkB)
 	}
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(out, "", "  ")
@@ -262,6 +263,7 @@ func load(names []string) (Result, error) {
 	time.Sleep(*warmDur)
 	record.Store(true)
 	start := time.Now()
+	cpu0 := cpuTicks(*pid)
 	var peakRSS, peakPSS int
 	for time.Since(start) < *dur {
 		time.Sleep(time.Second)
@@ -270,14 +272,36 @@ func load(names []string) (Result, error) {
 	}
 	n := requests.Load()
 	elapsed := time.Since(start)
+	cpu1 := cpuTicks(*pid)
 	done.Store(true)
 	wg.Wait()
 	r := summarise(fmt.Sprintf("load %d users", len(names)), lat)
 	r.Errors = int(errs.Load())
 	r.RPS = float64(n) / elapsed.Seconds()
 	r.RSSkB, r.PSSkB = peakRSS, peakPSS
-	fmt.Printf("%-16s p50 %8.3f ms  p99 %8.3f ms  %8.1f req/s  peak RSS %d kB PSS %d kB\n", r.Name, r.P50ms, r.P99ms, r.RPS, peakRSS, peakPSS)
+	r.CPUPct = float64(cpu1-cpu0) / 100 / elapsed.Seconds() * 100 // USER_HZ is 100 on Linux
+	fmt.Printf("%-16s p50 %8.3f ms  p99 %8.3f ms  %8.1f req/s  server CPU %.0f%%  peak RSS %d kB PSS %d kB\n", r.Name, r.P50ms, r.P99ms, r.RPS, r.CPUPct, peakRSS, peakPSS)
 	return r, nil
+}
+
+// cpuTicks is the user+system CPU time of a process in clock ticks
+// (/proc/PID/stat fields 14 and 15).
+func cpuTicks(pid int) int64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + k
 }
 
 // memOf reads RSS and PSS (kB) of a process from /proc.

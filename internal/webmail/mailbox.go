@@ -42,6 +42,11 @@ type view struct {
 	Notice  string
 }
 
+// L returns the view itself, for templates: a field reached through the
+// page data's embedded view costs html/template a reflective search that
+// allocates on every use, a field of *view does not.
+func (v view) L() *view { return &v }
+
 // specialOrder puts the default mailboxes first, in their usual order.
 func specialOrder(f folder) int {
 	for i, d := range store.DefaultMailboxes {
