@@ -14,7 +14,9 @@
 #     exactly those 3.
 #
 # It prints the import rate (msgs/s) and peak RSS (VmHWM, from
-# /usr/bin/time and from pimail's own report) of the first run.
+# /usr/bin/time and from pimail's own report) of the first run, and of
+# the same import over one connection (--connections 1; NO_SERIAL=1
+# skips it) into another fresh data directory right after it.
 #
 #   flock /tmp/pimail-peer-pd.lock bash bench/run-import.sh [MBOX]
 #
@@ -74,8 +76,8 @@ data=$tmp/data
 "$tmp/pimail" account add --data "$data" --password bench-password-1 me@localhost >/dev/null
 import() {
 	echo "$peer_pass" | /usr/bin/time -f 'time: %e s elapsed, %U s user, %S s system, max RSS %M KiB' \
-		"$tmp/pimail" import imap --data "$data" --account me@localhost --host "$peer_addr" --insecure \
-		--user "$peer_user" --password-stdin 2>&1 | grep -v '^…'
+		"$tmp/pimail" import imap --data "${DATA:-$data}" --account me@localhost --host "$peer_addr" --insecure \
+		--user "$peer_user" --password-stdin "$@" 2>&1 | grep -v '^…'
 }
 imported() { sed -n 's/^imported \([0-9]*\) messages.*/\1/p' <<<"$1"; }
 
@@ -108,6 +110,18 @@ diff -q "$tmp/dovecot.txt" "$tmp/pimail.txt" >/dev/null || {
 	fail "the imported account differs from the Dovecot account"
 }
 echo "OK: all $want messages, bodies (SHA-256), flags and internal dates identical"
+
+if [[ -z ${NO_SERIAL:-} ]]; then
+	# The same import over one connection (folders one after the other),
+	# right after, under the same load: what the parallel folders gain.
+	echo "== import 1b: --connections 1 into another fresh data directory, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	"$tmp/pimail" domain add --data "$tmp/data1" localhost >/dev/null
+	"$tmp/pimail" account add --data "$tmp/data1" --password bench-password-1 me@localhost >/dev/null
+	out=$(DATA=$tmp/data1 import --connections 1)
+	echo "$out"
+	[[ $(imported "$out") == "$want" ]] || fail "the one-connection import stored $(imported "$out") messages, want $want"
+	rm -rf "$tmp/data1"
+fi
 
 echo "== import 2 (re-run)"
 out=$(import)

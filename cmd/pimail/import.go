@@ -173,6 +173,7 @@ func importIMAP(args []string) error {
 	insecure := fs.Bool("insecure", false, "no TLS at all (trusted networks only)")
 	skipVerify := fs.Bool("tls-skip-verify", false, "do not verify the server's certificate")
 	batch := fs.Int("batch", mailimport.DefaultBatch, "messages per UID FETCH")
+	conns := fs.Int("connections", mailimport.DefaultConnections, "folders copied at once, one connection each")
 	reimport := fs.Bool("reimport", false, "import folders whose UIDVALIDITY changed again, from the start")
 	includeAll := fs.Bool("include-all", false, `also import \All folders (Gmail "All Mail": duplicates of the other folders)`)
 	pos, err := parse(fs, args)
@@ -215,7 +216,7 @@ func importIMAP(args []string) error {
 	}
 	hostname, _, _ := net.SplitHostPort(addr)
 	src := mailimport.IMAPSource{
-		Addr: addr, User: *user, Password: password, Security: sec, Batch: *batch,
+		Addr: addr, User: *user, Password: password, Security: sec, Batch: *batch, Connections: *conns,
 		StatePath:  mailimport.IMAPStatePath(*f.data, *f.account, addr, *user),
 		Reimport:   *reimport,
 		IncludeAll: *includeAll,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -48,6 +49,11 @@ type IMAPSource struct {
 	IncludeAll bool
 	// DialTimeout bounds connecting and the TLS handshake; 0 means 30 s.
 	DialTimeout time.Duration
+	// Connections is how many folders are copied at once, each over its
+	// own connection; 0 means DefaultConnections. Servers limit the
+	// connections of one user (Dovecot 10 per address, Gmail 15); when
+	// the server refuses one, the import goes on with fewer.
+	Connections int
 }
 
 // remoteFolder is one folder of the remote account.
@@ -61,6 +67,15 @@ type remoteFolder struct {
 // continues an earlier run from its journal. A folder that fails is
 // logged and counted, and the others continue; a connection or store
 // failure ends the import with an error (the journal keeps what is done).
+//
+// Folders are imported Connections at a time, each worker over its own
+// connection, so that the store's group commit and the message files'
+// fsyncs of one folder overlap with another's. The messages of one local
+// mailbox always come from one worker, in remote UID order, so that the
+// local UIDs keep the remote order and the resume check (the newest local
+// message against the first remote one left) stays valid; remote folders
+// that land in the same local mailbox (two \Sent folders) are imported
+// one after the other by the same worker.
 func (im *Importer) ImportIMAP(ctx context.Context, src IMAPSource) error {
 	if src.StatePath == "" {
 		return errors.New("imap import: no state path")
@@ -68,48 +83,152 @@ func (im *Importer) ImportIMAP(ctx context.Context, src IMAPSource) error {
 	if src.Batch <= 0 {
 		src.Batch = DefaultBatch
 	}
+	if src.Connections <= 0 {
+		src.Connections = DefaultConnections
+	}
 	j, err := openJournal(src.StatePath)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 
-	c, err := dialIMAP(src)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := dialLogin(ctx, src)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	// Commands of the client do not take a context: closing the
-	// connection makes the pending one fail.
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-
-	if err := c.Login(src.User, src.Password).Wait(); err != nil {
-		return fmt.Errorf("imap login as %s: %w", src.User, err)
-	}
 	folders, err := listFolders(c, src.IncludeAll)
 	if err != nil {
 		return err
 	}
 	im.log.Info("remote folders", "count", len(folders))
-	for _, f := range folders {
-		err := im.importFolder(ctx, c, j, f, src)
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var se errStore
-		if errors.As(err, &se) || isConnError(c) {
-			return err
-		}
-		im.fail("imap folder failed", "folder", f.name, "err", err)
+	groups, err := im.localGroups(ctx, folders)
+	if err != nil {
+		return err
 	}
-	if err := c.Logout().Wait(); err != nil {
-		im.log.Debug("imap logout", "err", err)
+
+	work := make(chan []localFolder)
+	var (
+		wg       sync.WaitGroup
+		fatalMu  sync.Mutex
+		fatalErr error
+	)
+	fatal := func(err error) {
+		fatalMu.Lock()
+		if fatalErr == nil {
+			fatalErr = err
+		}
+		fatalMu.Unlock()
+		cancel()
+	}
+	worker := func(c *imapclient.Client) {
+		defer wg.Done()
+		for g := range work {
+			for _, f := range g {
+				if ctx.Err() != nil {
+					return
+				}
+				err := im.importFolder(ctx, c, j, f.remoteFolder, f.mb, src)
+				if err == nil {
+					continue
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				var se errStore
+				if errors.As(err, &se) || isConnError(c) {
+					fatal(err)
+					return
+				}
+				im.fail("imap folder failed", "folder", f.name, "err", err)
+			}
+		}
+	}
+	conns := []*imapclient.Client{c}
+	for range min(src.Connections, len(groups)) - 1 {
+		// More connections are a speed-up, not a need: a server that
+		// limits connections per user leaves the import with fewer.
+		extra, err := dialLogin(ctx, src)
+		if err != nil {
+			im.log.Info("imap import continues with fewer connections", "connections", len(conns), "err", err)
+			break
+		}
+		defer extra.Close()
+		conns = append(conns, extra)
+	}
+	for _, conn := range conns {
+		wg.Add(1)
+		go worker(conn)
+	}
+feed:
+	for _, g := range groups {
+		select {
+		case work <- g:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if fatalErr != nil {
+		return fatalErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, conn := range conns {
+		if err := conn.Logout().Wait(); err != nil {
+			im.log.Debug("imap logout", "err", err)
+		}
 	}
 	return nil
+}
+
+// DefaultConnections is how many folders an IMAP import copies at once.
+const DefaultConnections = 4
+
+// dialLogin connects and logs in; cancelling ctx closes the connection
+// (the client's commands take no context).
+func dialLogin(ctx context.Context, src IMAPSource) (*imapclient.Client, error) {
+	c, err := dialIMAP(src)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() { c.Close() })
+	if err := c.Login(src.User, src.Password).Wait(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("imap login as %s: %w", src.User, err)
+	}
+	return c, nil
+}
+
+// localFolder is a remote folder with the local mailbox it goes into.
+type localFolder struct {
+	remoteFolder
+	mb store.Mailbox
+}
+
+// localGroups finds (or creates) the local mailbox of every remote folder
+// and groups the folders by it, in the order of folders.
+func (im *Importer) localGroups(ctx context.Context, folders []remoteFolder) ([][]localFolder, error) {
+	var groups [][]localFolder
+	index := map[int64]int{}
+	for _, f := range folders {
+		mb, err := im.Mailbox(ctx, f.local, f.specialUse)
+		if err != nil {
+			return nil, errStore{err}
+		}
+		i, ok := index[mb.ID]
+		if !ok {
+			i = len(groups)
+			index[mb.ID] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], localFolder{f, mb})
+	}
+	return groups, nil
 }
 
 // errStore marks a local failure that must stop the import.

@@ -16,7 +16,7 @@ import (
 
 // importFolder copies the messages of one remote folder that are newer
 // than its journal state, in batches of UIDs.
-func (im *Importer) importFolder(ctx context.Context, c *imapclient.Client, j *journal, f remoteFolder, src IMAPSource) error {
+func (im *Importer) importFolder(ctx context.Context, c *imapclient.Client, j *journal, f remoteFolder, mb store.Mailbox, src IMAPSource) error {
 	sel, err := c.Select(f.name, &imap.SelectOptions{ReadOnly: true}).Wait()
 	if err != nil {
 		return fmt.Errorf("examine %q: %w", f.name, err)
@@ -35,10 +35,6 @@ func (im *Importer) importFolder(ctx context.Context, c *imapclient.Client, j *j
 		if err := j.set(f.name, st); err != nil {
 			return errStore{err}
 		}
-	}
-	mb, err := im.Mailbox(ctx, f.local, f.specialUse)
-	if err != nil {
-		return errStore{err}
 	}
 	if sel.NumMessages == 0 || (sel.UIDNext != 0 && uint32(sel.UIDNext) <= st.LastUID+1) {
 		im.log.Info("folder up to date", "folder", f.name, "last_uid", st.LastUID)
@@ -216,7 +212,9 @@ func (fi *folderImport) storeOne(ctx context.Context, msg *imapclient.FetchMessa
 		fi.checkDup = nil
 		if dup {
 			im.log.Info("message already stored by an interrupted run", "folder", fi.folder, "uid", uid)
+			im.mu.Lock()
 			im.stats.Skipped++
+			im.mu.Unlock()
 			return uid, nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // journalMagic is the first line of an IMAP import journal.
@@ -30,6 +31,7 @@ type folderState struct {
 type journal struct {
 	path  string
 	f     *os.File
+	mu    sync.Mutex // folders are imported in parallel
 	state map[string]folderState
 }
 
@@ -159,12 +161,16 @@ func (j *journal) compact() error {
 
 // get returns the state of a remote folder.
 func (j *journal) get(name string) (folderState, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	st, ok := j.state[name]
 	return st, ok
 }
 
 // set records the state of a remote folder and fsyncs it.
 func (j *journal) set(name string, st folderState) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if _, err := j.f.WriteString(journalLine(name, st)); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}

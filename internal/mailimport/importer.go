@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"pimail/internal/store"
@@ -51,6 +52,7 @@ type Importer struct {
 	// Progress, when set, is called after every stored message.
 	Progress func(Stats)
 
+	mu      sync.Mutex // guards stats and touched (an IMAP import runs folders in parallel)
 	stats   Stats
 	touched map[int64]bool
 }
@@ -71,7 +73,11 @@ func New(ctx context.Context, st store.Store, address string, log *slog.Logger) 
 func (im *Importer) Account() store.Account { return im.acct }
 
 // Stats returns what has been imported so far.
-func (im *Importer) Stats() Stats { return im.stats }
+func (im *Importer) Stats() Stats {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return im.stats
+}
 
 func (im *Importer) maxSize() int64 {
 	if im.MaxMessageSize > 0 {
@@ -125,6 +131,8 @@ func (im *Importer) Append(ctx context.Context, mb store.Mailbox, m *Message) (s
 	if err != nil {
 		return store.Delivered{}, fmt.Errorf("append to %q: %w", mb.Name, err)
 	}
+	im.mu.Lock()
+	defer im.mu.Unlock()
 	if !im.touched[mb.ID] {
 		im.touched[mb.ID] = true
 		im.stats.Mailboxes++
@@ -139,13 +147,17 @@ func (im *Importer) Append(ctx context.Context, mb store.Mailbox, m *Message) (s
 
 // skip counts a message that was not stored.
 func (im *Importer) skip(reason string, args ...any) {
+	im.mu.Lock()
 	im.stats.Skipped++
+	im.mu.Unlock()
 	im.log.Warn("message skipped: "+reason, args...)
 }
 
 // fail counts an error that did not stop the import.
 func (im *Importer) fail(msg string, args ...any) {
+	im.mu.Lock()
 	im.stats.Errors++
+	im.mu.Unlock()
 	im.log.Error(msg, args...)
 }
 
