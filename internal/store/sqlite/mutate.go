@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"pimail/internal/store"
 )
@@ -157,6 +158,9 @@ func copyMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, erro
 
 // expungeMail deletes rows from a mailbox, writes tombstones with one new
 // MODSEQ (RFC 7162 §3.2.10 VANISHED needs them) and releases the blobs.
+// Each step is one statement over all rows (the UIDs and blob IDs passed
+// as JSON arrays), so that SQLite journals every page it changes once per
+// expunge rather than once per message.
 func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 	if len(rows) == 0 {
 		return nil
@@ -165,19 +169,66 @@ func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		if _, err := w.exec("DELETE FROM mail WHERE mailbox_id = ? AND uid = ?", mb.ID, r.uid); err != nil {
-			return fmt.Errorf("expunge: %w", err)
-		}
-		if _, err := w.exec("INSERT OR REPLACE INTO expunged (mailbox_id, uid, modseq) VALUES (?, ?, ?)", mb.ID, r.uid, ms); err != nil {
-			return fmt.Errorf("expunge tombstone: %w", err)
-		}
-		if _, err := w.exec("UPDATE blobs SET refcount = refcount - 1 WHERE id = ?", r.blobID); err != nil {
-			return fmt.Errorf("expunge: %w", err)
-		}
+	uids := make([]int64, len(rows))
+	blobs := make([]int64, len(rows))
+	for i, r := range rows {
+		uids[i], blobs[i] = int64(r.uid), r.blobID
+	}
+	uj, bj := jsonInts(uids), jsonInts(blobs)
+	if _, err := w.exec("DELETE FROM mail WHERE mailbox_id = ? AND uid IN (SELECT value FROM json_each(?))", mb.ID, uj); err != nil {
+		return fmt.Errorf("expunge: %w", err)
+	}
+	if _, err := w.exec("INSERT OR REPLACE INTO expunged (mailbox_id, uid, modseq) SELECT ?, value, ? FROM json_each(?)", mb.ID, ms, uj); err != nil {
+		return fmt.Errorf("expunge tombstones: %w", err)
+	}
+	if _, err := w.exec(`UPDATE blobs SET refcount = refcount - c.n FROM
+		(SELECT value AS id, count(*) AS n FROM json_each(?) GROUP BY value) AS c
+		WHERE blobs.id = c.id`, bj); err != nil {
+		return fmt.Errorf("expunge: release blobs: %w", err)
 	}
 	w.publish(mb.AccountID, mb.ID)
 	return nil
+}
+
+// jsonInts writes integers as a JSON array (for json_each).
+func jsonInts(v []int64) string {
+	b := make([]byte, 0, 8*len(v)+2)
+	b = append(b, '[')
+	for i, n := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// deletedRows lists the rows of a mailbox in uids (all when empty) that
+// have FlagDeleted, ascending UID; the flag is tested by SQLite, so only
+// those rows reach Go.
+func deletedRows(w *wtx, mailboxID int64, uids store.UIDSet) ([]mailRow, error) {
+	cond, args := uidSetSQL("uid", uids)
+	rows, err := w.query(fmt.Sprintf("SELECT uid, blob_id FROM mail WHERE mailbox_id = ? AND flags & %d <> 0 AND ", store.FlagDeleted)+cond+" ORDER BY uid",
+		append([]any{mailboxID}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("list deleted messages: %w", err)
+	}
+	defer rows.Close()
+	var out []mailRow
+	for rows.Next() {
+		var r mailRow
+		if err := rows.Scan(&r.uid, &r.blobID); err != nil {
+			return nil, fmt.Errorf("list deleted messages: %w", err)
+		}
+		if inSet(uids, r.uid) {
+			r.flags = store.FlagDeleted
+			out = append(out, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list deleted messages: %w", err)
+	}
+	return out, nil
 }
 
 // copyOrMove is Copy and Move: both mailboxes must belong to one account.
@@ -236,16 +287,12 @@ func (s *Store) Expunge(ctx context.Context, mailboxID int64, uids store.UIDSet)
 		if err != nil {
 			return err
 		}
-		rows, err := mailRows(w, mailboxID, uids)
+		del, err := deletedRows(w, mailboxID, uids)
 		if err != nil {
 			return err
 		}
-		del := rows[:0]
-		for _, r := range rows {
-			if r.flags&store.FlagDeleted != 0 {
-				del = append(del, r)
-				out = append(out, r.uid)
-			}
+		for _, r := range del {
+			out = append(out, r.uid)
 		}
 		return expungeMail(w, mb, del)
 	})

@@ -196,6 +196,46 @@ CREATE TRIGGER mail_usage_update AFTER UPDATE OF mailbox_id, blob_id ON mail BEG
 	WHERE id = (SELECT account_id FROM mailboxes WHERE id = NEW.mailbox_id);
 END;
 `,
+	// 5: narrow per-blob tables for the IMAP read paths, so that listing or
+	// searching a mailbox reads a few hundred bytes per message instead of
+	// the blobs row with its stored parse (fetch_lite.go, search.go):
+	// blob_fetch holds what FETCH ENVELOPE and BODY[HEADER] need (the size
+	// and content address again, the header size, the compact envelope of fetch_envcodec.go);
+	// blob_addrs the header fields SEARCH SUBJECT/FROM/TO/CC/BCC test,
+	// lower-cased as store.ContainsFold folds them, so that SQLite's instr
+	// decides the RFC 9051 §6.4.4 substring match. Rows are written with
+	// the blob (deliver.go) and deleted with it by a trigger. Existing
+	// blobs are filled from their stored parse by the functions of
+	// fetch_envcodec.go. mailboxes.expunged_floor is the MODSEQ up to
+	// which expunge tombstones were pruned (mutate.go).
+	`
+CREATE TABLE blob_fetch (
+	blob_id     INTEGER PRIMARY KEY, -- blobs.id
+	size        INTEGER NOT NULL,    -- blobs.size
+	sha256      TEXT NOT NULL,       -- blobs.sha256: the file
+	header_size INTEGER NOT NULL,    -- bytes before the body, blank line included; -1 unknown
+	envelope    BLOB NOT NULL        -- compact envelope (fetch_envcodec.go)
+);
+CREATE TABLE blob_addrs (
+	blob_id   INTEGER PRIMARY KEY,   -- blobs.id
+	subject   TEXT NOT NULL,         -- the blobs columns, lower-cased (strings.ToLower)
+	from_addr TEXT NOT NULL,
+	to_addr   TEXT NOT NULL,
+	cc_addr   TEXT NOT NULL,
+	bcc_addr  TEXT NOT NULL
+);
+CREATE TRIGGER blobs_delete_narrow AFTER DELETE ON blobs BEGIN
+	DELETE FROM blob_fetch WHERE blob_id = OLD.id;
+	DELETE FROM blob_addrs WHERE blob_id = OLD.id;
+END;
+INSERT INTO blob_fetch (blob_id, size, sha256, header_size, envelope)
+	SELECT id, size, sha256, pimail_header_size(parsed), pimail_envelope(parsed) FROM blobs;
+INSERT INTO blob_addrs (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr)
+	SELECT id, pimail_lower(subject), pimail_lower(from_addr), pimail_lower(to_addr),
+		pimail_lower(cc_addr), pimail_lower(bcc_addr) FROM blobs;
+
+ALTER TABLE mailboxes ADD COLUMN expunged_floor INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

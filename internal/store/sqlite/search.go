@@ -68,7 +68,10 @@ func (s *Store) Search(ctx context.Context, mailboxID int64, q store.SearchQuery
 	}
 	from := "mail m"
 	if c.needBlob {
-		from = "mail m JOIN blobs b ON b.id = m.blob_id"
+		from += " JOIN blobs b ON b.id = m.blob_id"
+	}
+	if c.needAddrs {
+		from += " LEFT JOIN blob_addrs a ON a.blob_id = m.blob_id"
 	}
 	args := append([]any{mailboxID}, c.args...)
 	rows, err := tx.QueryContext(ctx, "SELECT m.uid, m.modseq FROM "+from+" WHERE m.mailbox_id = ? AND ("+c.sb.String()+") ORDER BY m.uid", args...)
@@ -101,9 +104,10 @@ type searchPlan struct {
 
 // sqlBuilder accumulates a WHERE expression and its arguments.
 type sqlBuilder struct {
-	sb       strings.Builder
-	args     []any
-	needBlob bool // the expression uses columns of blobs (b.)
+	sb        strings.Builder
+	args      []any
+	needBlob  bool // the expression uses columns of blobs (b.)
+	needAddrs bool // the expression uses columns of blob_addrs (a.)
 }
 
 func (c *sqlBuilder) raw(s string) { c.sb.WriteString(s) }
@@ -165,10 +169,14 @@ func (p *searchPlan) compile(c *sqlBuilder, q store.SearchQuery, depth int) erro
 	case store.SearchSentBefore, store.SearchSentOn, store.SearchSentSince:
 		compileSentDay(c, q.Op, q.Date)
 	case store.SearchSubject, store.SearchFrom, store.SearchTo, store.SearchCc, store.SearchBcc:
-		c.needBlob = true
-		col := map[store.SearchOp]string{store.SearchSubject: "b.subject", store.SearchFrom: "b.from_addr",
-			store.SearchTo: "b.to_addr", store.SearchCc: "b.cc_addr", store.SearchBcc: "b.bcc_addr"}[q.Op]
-		c.arg("pimail_contains("+col+", ?)", q.Text)
+		// The lower-cased copy in blob_addrs (schema version 5) lets
+		// SQLite's instr decide ContainsFold without calling into Go; a
+		// blob without that row (none are expected) is tested on blobs.
+		c.needAddrs = true
+		col := map[store.SearchOp]string{store.SearchSubject: "subject", store.SearchFrom: "from_addr",
+			store.SearchTo: "to_addr", store.SearchCc: "cc_addr", store.SearchBcc: "bcc_addr"}[q.Op]
+		c.arg("(CASE WHEN a.blob_id IS NOT NULL THEN instr(a."+col+", ?) > 0 ELSE pimail_contains((SELECT "+col+
+			" FROM blobs WHERE id = m.blob_id), ?) END)", strings.ToLower(q.Text), q.Text)
 	case store.SearchHeader, store.SearchBody, store.SearchText:
 		t := p.texts[keyOf(q)]
 		switch {
