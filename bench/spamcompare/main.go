@@ -39,7 +39,8 @@ type options struct {
 	saEvery, conns, perfN, limit           int
 	perfSeconds                            time.Duration
 	saBayesDir                             string
-	keep                                   bool
+	keep, perfOnly                         bool
+	rounds                                 int
 }
 
 func main() {
@@ -55,6 +56,8 @@ func main() {
 	flag.DurationVar(&o.perfSeconds, "perf-time", 15*time.Second, "duration of each peer throughput run")
 	flag.StringVar(&o.saBayesDir, "sa-bayes", "../shared/peers/filters/state/sa-bayes", "SpamAssassin Bayes directory (for its size)")
 	flag.BoolVar(&o.keep, "keep", false, "keep pimail's data directory")
+	flag.IntVar(&o.rounds, "rounds", 3, "SMTP throughput runs of each kind (filter on, off), alternating; the median is reported")
+	flag.BoolVar(&o.perfOnly, "perf-only", false, "skip the accuracy runs (throughput, RSS and model sizes only)")
 	flag.IntVar(&o.limit, "limit", 0, "use N evenly spaced test messages (a smoke test; 0 = all)")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -106,6 +109,17 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("pimail spam train --base on train.txt (%.1f s):\n%s\n", time.Since(start).Seconds(), indent(out))
+
+	var peers []peer
+	if o.rspamdURL != "" {
+		peers = append(peers, rspamd{url: o.rspamdURL, client: &http.Client{Timeout: 60 * time.Second}})
+	}
+	if o.spamdAddr != "" {
+		peers = append(peers, spamd{addr: o.spamdAddr})
+	}
+	if o.perfOnly {
+		return perf(o, test, data, peers)
+	}
 
 	// 1. Accuracy as delivered.
 	srv, err := startPimail(o.bin, data, o.dns, true)
@@ -170,13 +184,6 @@ func run(o options) error {
 	all := []verdicts{pim}
 
 	// 2. The peers on the same messages.
-	var peers []peer
-	if o.rspamdURL != "" {
-		peers = append(peers, rspamd{url: o.rspamdURL, client: &http.Client{Timeout: 60 * time.Second}})
-	}
-	if o.spamdAddr != "" {
-		peers = append(peers, spamd{addr: o.spamdAddr})
-	}
 	for _, p := range peers {
 		v := verdicts{name: p.name(), spam: make([]bool, len(test)), failed: make([]bool, len(test)), skipped: make([]bool, len(test))}
 		var idx []int

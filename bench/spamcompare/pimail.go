@@ -61,6 +61,62 @@ func setupPimail(bin, data, corpus string) (trainOut string, err error) {
 	return run("", "spam", "train", "--data", data, "--base", "--spam", list, "--ham", list)
 }
 
+// trainAccount trains the bench account's own model with `pimail spam
+// train --account` on n spam and n ham of train.txt, as a user's Junk
+// decisions would, and returns the size of its model file.
+func trainAccount(bin, data, corpus string, n int) (string, error) {
+	train, err := readList(corpus, "train.txt")
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "spamcompare-list-")
+	if err != nil {
+		return "", fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	absCorpus, err := filepath.Abs(corpus)
+	if err != nil {
+		return "", fmt.Errorf("corpus path: %w", err)
+	}
+	var b strings.Builder
+	ns, nh := 0, 0
+	for _, s := range train {
+		label := "ham"
+		if s.spam {
+			if ns >= n {
+				continue
+			}
+			ns, label = ns+1, "spam"
+		} else {
+			if nh >= n {
+				continue
+			}
+			nh++
+		}
+		sub := "ham"
+		if s.spam {
+			sub = "spam"
+		}
+		rel, err := filepath.Rel(dir, filepath.Join(absCorpus, sub, s.name))
+		if err != nil {
+			return "", fmt.Errorf("list path: %w", err)
+		}
+		fmt.Fprintf(&b, "%s\t%s\n", rel, label)
+	}
+	list := filepath.Join(dir, "account.txt")
+	if err := os.WriteFile(list, []byte(b.String()), 0o600); err != nil {
+		return "", fmt.Errorf("write list: %w", err)
+	}
+	if out, err := exec.Command(bin, "spam", "train", "--data", data, "--account", benchUser, "--spam", list, "--ham", list).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("pimail spam train --account: %w: %s", err, out)
+	}
+	matches, _ := filepath.Glob(filepath.Join(data, "spam", "account-*.model"))
+	if len(matches) != 1 {
+		return "", fmt.Errorf("want one account model file, found %v", matches)
+	}
+	return fileSize(matches[0]), nil
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

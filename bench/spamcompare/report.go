@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -69,8 +70,8 @@ func pct(a, b int) float64 {
 // ~64 KB messages, pimail's peak RSS during the 64 KB runs, the peers'
 // rate on the same messages, and the model sizes.
 func perf(o options, test []sample, data string, peers []peer) error {
-	fmt.Printf("\n## Throughput (%d messages per SMTP run, %d sessions; peers %d clients for %s)\n\n",
-		o.perfN, o.conns, o.conns, o.perfSeconds)
+	fmt.Printf("\n## Throughput (%d messages per SMTP run, %d sessions, median of %d runs alternating on/off; peers %d clients for %s)\n\n",
+		o.perfN, o.conns, o.rounds, o.conns, o.perfSeconds)
 	fmt.Println("| messages | pimail filter on | pimail filter off | pimail peak RSS on / off | " + peerNames(peers) + " load avg |")
 	fmt.Println("|---|---:|---:|---:|" + strings.Repeat("---:|", len(peers)) + "---|")
 	for _, size := range []int{8 << 10, 64 << 10} {
@@ -80,42 +81,22 @@ func perf(o options, test []sample, data string, peers []peer) error {
 			mean += len(s.raw)
 		}
 		mean /= len(set)
-		var rates [2]float64
+		// Filter on and off alternate, o.rounds times each, each run on a
+		// fresh start of pimail; the median rate of each is reported.
+		var runs [2][]float64
 		var rss [2]int64
-		for k, filter := range []bool{true, false} {
-			srv, err := startPimail(o.bin, data, o.dns, filter)
-			if err != nil {
-				return err
-			}
-			msgs := make([][]byte, o.perfN)
-			froms := make([]string, o.perfN)
-			for i := range msgs {
-				s := set[i%len(set)]
-				msgs[i] = wire(s.raw, 1_000_000+i)
-				froms[i] = envelopeFrom(s.raw)
-			}
-			// Warm up (connections, model load), then measure.
-			if _, _, _, err := sendAll(srv.smtpAddr, msgs[:10], froms[:10], o.conns); err != nil {
-				srv.stop()
-				return err
-			}
-			srv.peakRSS.Store(0)
-			srv.sampling.Store(true)
-			outs, _, took, err := sendAll(srv.smtpAddr, msgs, froms, o.conns)
-			srv.sampling.Store(false)
-			rss[k] = max(srv.peakRSS.Load(), rssKiB(srv.cmd.Process.Pid))
-			srv.stop()
-			if err != nil {
-				return err
-			}
-			ok := 0
-			for _, oc := range outs {
-				if oc != failed {
-					ok++
+		for range o.rounds {
+			for k, filter := range []bool{true, false} {
+				rate, peak, err := smtpRate(o, data, set, filter)
+				if err != nil {
+					return err
 				}
+				runs[k] = append(runs[k], rate)
+				rss[k] = max(rss[k], peak)
 			}
-			rates[k] = float64(ok) / took.Seconds()
 		}
+		rates := [2]float64{median(runs[0]), median(runs[1])}
+		fmt.Fprintf(os.Stderr, "  ~%d KB: filter on %v msgs/s, off %v msgs/s\n", size>>10, runs[0], runs[1])
 		raws := make([][]byte, len(set))
 		for i, s := range set {
 			raws[i] = s.raw
@@ -133,9 +114,61 @@ func perf(o options, test []sample, data string, peers []peer) error {
 			len(set), mean, rates[0], rates[1], float64(rss[0])/1024, float64(rss[1])/1024, peerCols, loadavg())
 	}
 	fmt.Println()
-	fmt.Printf("model sizes: pimail base model %s; SpamAssassin Bayes %s; rspamd Bayes (redis used_memory) %s\n",
-		fileSize(filepath.Join(data, "spam", "base.model")), dirSize(o.saBayesDir), redisMemory())
+	acct, err := trainAccount(o.bin, data, o.corpus, 250)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("model sizes: pimail base model %s; pimail account model after 250 spam + 250 ham of its own %s; SpamAssassin Bayes %s; rspamd Bayes (redis used_memory) %s\n",
+		fileSize(filepath.Join(data, "spam", "base.model")), acct, dirSize(o.saBayesDir), redisMemory())
 	return nil
+}
+
+// smtpRate starts pimail (filter on or off), sends o.perfN messages from
+// set after a warm-up of 10, and returns msgs/s and the peak RSS in KiB.
+func smtpRate(o options, data string, set []sample, filter bool) (float64, int64, error) {
+	srv, err := startPimail(o.bin, data, o.dns, filter)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer srv.stop()
+	msgs := make([][]byte, o.perfN)
+	froms := make([]string, o.perfN)
+	for i := range msgs {
+		s := set[i%len(set)]
+		msgs[i] = wire(s.raw, 1_000_000+i)
+		froms[i] = envelopeFrom(s.raw)
+	}
+	// Warm up (connections, model load), then measure.
+	if _, _, _, err := sendAll(srv.smtpAddr, msgs[:10], froms[:10], o.conns); err != nil {
+		return 0, 0, err
+	}
+	srv.peakRSS.Store(0)
+	srv.sampling.Store(true)
+	outs, _, took, err := sendAll(srv.smtpAddr, msgs, froms, o.conns)
+	srv.sampling.Store(false)
+	peak := max(srv.peakRSS.Load(), rssKiB(srv.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	ok := 0
+	for _, oc := range outs {
+		if oc != failed {
+			ok++
+		}
+	}
+	return float64(ok) / took.Seconds(), peak, nil
+}
+
+func median(v []float64) float64 {
+	c := append([]float64(nil), v...)
+	sort.Float64s(c)
+	if len(c) == 0 {
+		return 0
+	}
+	if len(c)%2 == 1 {
+		return c[len(c)/2]
+	}
+	return (c[len(c)/2-1] + c[len(c)/2]) / 2
 }
 
 func peerNames(peers []peer) string {

@@ -260,8 +260,9 @@ func readTokens(a *analysis) *tokenSet {
 // ruleTokens adds a token for each content rule that a message hits, so
 // that the classifier learns how much each structural oddity says about
 // this user's mail. Rules that read the SMTP transaction (SPF, DKIM,
-// DMARC, the envelope sender) are left out: training reads files that
-// have none.
+// DMARC, the envelope sender) or compare the Date with the time of
+// receipt are left out: training reads stored files, which have no
+// transaction, and are trained long after they arrived.
 func ruleTokens(t *tokenSet, rc *ruleCtx) {
 	for _, r := range rules {
 		if r.transaction || !r.test(rc) {

@@ -19,8 +19,9 @@ type rule struct {
 	score float64
 	desc  string
 	test  func(c *ruleCtx) bool
-	// transaction marks rules that read the SMTP transaction rather than
-	// the message.
+	// transaction marks rules that read the SMTP transaction or the time
+	// of receipt rather than the message alone; they are not classifier
+	// tokens (see ruleTokens).
 	transaction bool
 }
 
@@ -37,8 +38,8 @@ type ruleCtx struct {
 var rules = []rule{
 	// RFC 5322 §3.6: Date and From are required; Message-ID should be there.
 	{"MISSING_DATE", 1.2, "no Date field (RFC 5322 §3.6 requires one)", ruleMissingDate, false},
-	{"DATE_IN_FUTURE", 2.0, "Date more than 12 hours after receipt", ruleDateFuture, false},
-	{"DATE_LONG_BEFORE", 0.2, "Date more than 5 days before receipt", ruleDatePast, false},
+	{"DATE_IN_FUTURE", 2.0, "Date more than 12 hours after receipt", ruleDateFuture, true},
+	{"DATE_LONG_BEFORE", 0.2, "Date more than 5 days before receipt", ruleDatePast, true},
 	{"DATE_UNPARSEABLE", 0.8, "Date field does not parse (RFC 5322 §3.3)", ruleDateBad, false},
 	{"MISSING_FROM", 2.0, "no From field or no address in it", ruleMissingFrom, false},
 	{"MISSING_MESSAGE_ID", 1.0, "no Message-ID field (RFC 5322 §3.6.4)", ruleMissingMsgID, false},
