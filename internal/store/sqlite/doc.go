@@ -18,10 +18,15 @@
 //	            disabled, created)           address unique, lower case
 //	aliases    (address, target, domain_id)  one row per target; "@dom" is the catch-all
 //	mailboxes  (id, account_id, name, special_use, subscribed,
-//	            uidvalidity, uidnext, highestmodseq)   unique (account_id, name)
+//	            uidvalidity, uidnext, highestmodseq,
+//	            expunged_floor)              unique (account_id, name)
 //	blobs      (id, sha256, size, refcount, subject, from_addr, to_addr,
 //	            cc_addr, bcc_addr, date, date_offset, message_id,
 //	            in_reply_to, refs, parsed)
+//	blob_fetch (blob_id, size, sha256, header_size, envelope)   per blob, for
+//	                                         IMAP FETCH (compact envelope)
+//	blob_addrs (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr)
+//	                                         per blob, lower-cased, for SEARCH
 //	mail       (mailbox_id, uid, modseq, flags, keywords, internal_date,
 //	            blob_id)                     primary key (mailbox_id, uid)
 //	expunged   (mailbox_id, uid, modseq)     tombstones for Changes / QRESYNC
