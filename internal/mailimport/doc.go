@@ -67,5 +67,9 @@
 // skipped with an error, unless the caller asks to import it again.
 //
 // Messages are fetched in batches of UIDs (Batch, default 200) and
-// streamed one at a time from the connection into the store.
+// streamed one at a time from the connection into the store. Several
+// folders (Connections, default 4) are copied at once, each over its own
+// connection, so that one folder's fsyncs overlap with another's; all the
+// folders that go into one local mailbox are copied by one worker, in UID
+// order. Memory stays bounded by one message per connection.
 package mailimport

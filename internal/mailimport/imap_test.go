@@ -274,3 +274,52 @@ func TestIMAPImportTLS(t *testing.T) {
 		t.Error("plain-text login succeeded on a TLS server")
 	}
 }
+
+// TestIMAPImportParallelFolders: with several folders copied at once, each
+// local mailbox gets its messages in the remote UID order, all of them
+// once; a server that admits fewer connections than asked for (here 2 of
+// 4) only makes the import use fewer.
+func TestIMAPImportParallelFolders(t *testing.T) {
+	src := newIMAPSource(t)
+	d1 := time.Date(2020, 5, 1, 8, 0, 0, 0, time.UTC)
+	folders := []string{"INBOX", "Archive", "Lists/a", "Lists/b", "Work"}
+	for i := range 40 {
+		src.add(t, folders[i%len(folders)], msgText(i), store.Flags(i%4), nil, d1.Add(time.Duration(i)*time.Minute))
+	}
+	// A second server on the same store that admits 2 connections.
+	limited := imapd.New(imapd.Config{AllowInsecureAuth: true, MaxConnections: 2}, src.st, srcAuth{src.st}, discard)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go limited.Serve(ln)
+	t.Cleanup(func() { limited.Close() })
+
+	for _, c := range []struct {
+		name, addr string
+	}{{"4 connections", src.addr}, {"2 admitted of 4", ln.Addr().String()}} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := newStore(t)
+			o := src.source(filepath.Join(t.TempDir(), "state"))
+			o.Addr, o.Connections, o.Batch = c.addr, 4, 2
+			if s := importIMAP(t, dst, o); s.Messages != 40 || s.Errors != 0 || s.Mailboxes != len(folders) {
+				t.Fatalf("import: %+v", s)
+			}
+			acct := newImporter(t, dst).Account().ID
+			for k, f := range folders {
+				got := readMailbox(t, dst, acct, f)
+				if len(got) != 40/len(folders) {
+					t.Fatalf("%s: %d messages", f, len(got))
+				}
+				for n, m := range got {
+					if i := k + n*len(folders); m.raw != msgText(i) || m.flags != store.Flags(i%4) {
+						t.Errorf("%s message %d: %q flags %b, want message %d", f, n, m.raw, m.flags, i)
+					}
+				}
+			}
+			if s := importIMAP(t, dst, o); s.Messages != 0 {
+				t.Fatalf("re-run copied %d messages", s.Messages)
+			}
+		})
+	}
+}
