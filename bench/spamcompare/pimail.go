@@ -248,6 +248,26 @@ func rssKiB(pid int) int64 {
 	return 0
 }
 
+// cpuSeconds is the user+system CPU time a process has used so far
+// (/proc/PID/stat fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100
+}
+
 // wire prepares a corpus file for SMTP: an X-Bench-Id field first (to find
 // the message again over IMAP), CRLF line ends, no bare CR.
 func wire(raw []byte, id int) []byte {

@@ -74,6 +74,7 @@ func perf(o options, test []sample, data string, peers []peer) error {
 		o.perfN, o.conns, o.rounds, o.conns, o.perfSeconds)
 	fmt.Println("| messages | pimail filter on | pimail filter off | pimail peak RSS on / off | " + peerNames(peers) + " load avg |")
 	fmt.Println("|---|---:|---:|---:|" + strings.Repeat("---:|", len(peers)) + "---|")
+	var notes []string
 	for _, size := range []int{8 << 10, 64 << 10} {
 		set := nearest(test, size, 40)
 		var mean int
@@ -83,20 +84,22 @@ func perf(o options, test []sample, data string, peers []peer) error {
 		mean /= len(set)
 		// Filter on and off alternate, o.rounds times each, each run on a
 		// fresh start of pimail; the median rate of each is reported.
-		var runs [2][]float64
+		var runs, cpus [2][]float64
 		var rss [2]int64
 		for range o.rounds {
 			for k, filter := range []bool{true, false} {
-				rate, peak, err := smtpRate(o, data, set, filter)
+				rate, peak, cpu, err := smtpRate(o, data, set, filter)
 				if err != nil {
 					return err
 				}
 				runs[k] = append(runs[k], rate)
+				cpus[k] = append(cpus[k], cpu)
 				rss[k] = max(rss[k], peak)
 			}
 		}
 		rates := [2]float64{median(runs[0]), median(runs[1])}
-		fmt.Fprintf(os.Stderr, "  ~%d KB: filter on %v msgs/s, off %v msgs/s\n", size>>10, runs[0], runs[1])
+		notes = append(notes, fmt.Sprintf("~%d KB runs: filter on %.1f msgs/s, off %.1f msgs/s; pimail CPU per message on %.2f ms, off %.2f ms (medians)",
+			size>>10, runs[0], runs[1], median(cpus[0]), median(cpus[1])))
 		raws := make([][]byte, len(set))
 		for i, s := range set {
 			raws[i] = s.raw
@@ -114,6 +117,9 @@ func perf(o options, test []sample, data string, peers []peer) error {
 			len(set), mean, rates[0], rates[1], float64(rss[0])/1024, float64(rss[1])/1024, peerCols, loadavg())
 	}
 	fmt.Println()
+	for _, n := range notes {
+		fmt.Println(n)
+	}
 	acct, err := trainAccount(o.bin, data, o.corpus, 250)
 	if err != nil {
 		return err
@@ -124,11 +130,13 @@ func perf(o options, test []sample, data string, peers []peer) error {
 }
 
 // smtpRate starts pimail (filter on or off), sends o.perfN messages from
-// set after a warm-up of 10, and returns msgs/s and the peak RSS in KiB.
-func smtpRate(o options, data string, set []sample, filter bool) (float64, int64, error) {
+// set after a warm-up of 10, and returns msgs/s, the peak RSS in KiB and
+// pimail's CPU time per message in ms (the whole process: SMTP, storage,
+// filtering).
+func smtpRate(o options, data string, set []sample, filter bool) (float64, int64, float64, error) {
 	srv, err := startPimail(o.bin, data, o.dns, filter)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer srv.stop()
 	msgs := make([][]byte, o.perfN)
@@ -140,15 +148,17 @@ func smtpRate(o options, data string, set []sample, filter bool) (float64, int64
 	}
 	// Warm up (connections, model load), then measure.
 	if _, _, _, err := sendAll(srv.smtpAddr, msgs[:10], froms[:10], o.conns); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	srv.peakRSS.Store(0)
 	srv.sampling.Store(true)
+	cpu0 := cpuSeconds(srv.cmd.Process.Pid)
 	outs, _, took, err := sendAll(srv.smtpAddr, msgs, froms, o.conns)
+	cpu := cpuSeconds(srv.cmd.Process.Pid) - cpu0
 	srv.sampling.Store(false)
 	peak := max(srv.peakRSS.Load(), rssKiB(srv.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	ok := 0
 	for _, oc := range outs {
@@ -156,7 +166,7 @@ func smtpRate(o options, data string, set []sample, filter bool) (float64, int64
 			ok++
 		}
 	}
-	return float64(ok) / took.Seconds(), peak, nil
+	return float64(ok) / took.Seconds(), peak, 1000 * cpu / float64(max(ok, 1)), nil
 }
 
 func median(v []float64) float64 {
