@@ -355,6 +355,21 @@ func (t *tokenSet) flush(prefix string, runes int) {
 	case isYear(w):
 		t.add2(prefix, "num:year")
 		return
+	case hasYear(w):
+		// A date or a span of years ("2007-04-11", "1997-2002"): its
+		// shape, not its value. Dates name the week a message was sent;
+		// learned as words they teach the classifier the corpus' years.
+		start := len(t.text)
+		t.text = append(t.text, prefix...)
+		t.text = append(t.text, "num:"...)
+		for _, c := range w {
+			if c >= '0' && c <= '9' {
+				c = 'd'
+			}
+			t.text = append(t.text, c)
+		}
+		t.commit(start)
+		return
 	}
 	start := len(t.text)
 	t.text = append(t.text, prefix...)
@@ -463,6 +478,26 @@ func bucket(n int) string {
 // the year a message was written learns nothing about next year's mail.
 func isYear[S ~string | ~[]byte](w S) bool {
 	return len(w) == 4 && (w[0] == '1' && w[1] == '9' || w[0] == '2' && w[1] == '0') && w[2] >= '0' && w[2] <= '9' && w[3] >= '0' && w[3] <= '9'
+}
+
+// hasYear reports whether w holds a run of exactly four digits from 1900
+// to 2099 and no letters.
+func hasYear(w []byte) bool {
+	run, year := 0, false
+	for i, c := range w {
+		switch {
+		case c >= '0' && c <= '9':
+			run++
+			continue
+		case c >= 'a' && c <= 'z' || c >= 0x80:
+			return false
+		}
+		if run == 4 && isYear(w[i-4:i]) {
+			year = true
+		}
+		run = 0
+	}
+	return year || run == 4 && isYear(w[len(w)-4:])
 }
 
 // shapeTokens describe the message's make-up rather than its words: how

@@ -24,6 +24,17 @@ func TestTokens(t *testing.T) {
 			t.Errorf("missing token %q", want)
 		}
 	}
+	dates := Tokens([]byte("Subject: x\r\n\r\nposted 2007-04-11, since 1997-2002; call 555-1234 in 2002\r\n"), nil)
+	for _, want := range []string{"num:dddd-dd-dd", "num:dddd-dddd", "555-1234", "num:year"} {
+		if !slices.Contains(dates, want) {
+			t.Errorf("dates: missing token %q in %q", want, dates)
+		}
+	}
+	for _, bad := range []string{"2007-04-11", "1997-2002", "2002"} {
+		if slices.Contains(dates, bad) {
+			t.Errorf("dates: token %q kept", bad)
+		}
+	}
 	for _, bad := range []string{"hidden", "var", "h:x-spam-status", "h:status", "watches!"} {
 		if slices.Contains(toks, bad) {
 			t.Errorf("unexpected token %q", bad)
