@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -53,8 +54,16 @@ func main() {
 	flag.Float64Var(&bayesWeight, "bayes-weight", 0, "points of the classifier at probability 1 (0: the filter's default)")
 	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
+	era := flag.Bool("era", false, "only check the tokens of train.txt for years and for features of one source (2002 or 2007) rather than of spam")
 	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
 	flag.Parse()
+	if *era {
+		if err := eraCheck(*corpus); err != nil {
+			fmt.Fprintln(os.Stderr, "spamacc:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*corpus, time.Duration(*seconds*float64(time.Second)), *junk); err != nil {
 		fmt.Fprintln(os.Stderr, "spamacc:", err)
 		os.Exit(1)
@@ -426,4 +435,96 @@ func readList(corpus, name string) ([]sample, error) {
 		out = append(out, sample{path: path, spam: label == "spam", raw: raw})
 	}
 	return out, sc.Err()
+}
+
+// eraCheck reads train.txt's tokens and prints (1) every token with a
+// year in it seen in 20 or more messages, and (2) the 30 tokens whose
+// frequency differs most between the sources, with their share of each
+// source's spam and ham: a token that is common in one source's ham and
+// spam alike says "2002" or "2007", not "spam"; one that leans the same
+// way in both sources is a spam (or ham) feature that only happens to be
+// commoner in one year.
+func eraCheck(corpus string) error {
+	train, err := readList(corpus, "train.txt")
+	if err != nil {
+		return err
+	}
+	type split struct{ saSpam, saHam, trSpam, trHam int }
+	counts := map[string]*split{}
+	var n split
+	for _, s := range train {
+		sa := strings.HasPrefix(filepath.Base(s.path), "sa-")
+		bump := func(c *split) {
+			switch {
+			case sa && s.spam:
+				c.saSpam++
+			case sa:
+				c.saHam++
+			case s.spam:
+				c.trSpam++
+			default:
+				c.trHam++
+			}
+		}
+		bump(&n)
+		for _, t := range spam.Tokens(s.raw, nil) {
+			c := counts[t]
+			if c == nil {
+				c = &split{}
+				counts[t] = c
+			}
+			bump(c)
+		}
+	}
+	share := func(a, b int) float64 { return float64(a) / float64(max(b, 1)) }
+	fmt.Printf("train.txt: sa- %d spam %d ham, trec07p- %d spam %d ham\n\n", n.saSpam, n.saHam, n.trSpam, n.trHam)
+	fmt.Println("tokens holding a year (19xx/20xx) seen in 20 or more messages:")
+	found := 0
+	for t, c := range counts {
+		if c.saSpam+c.saHam+c.trSpam+c.trHam >= 20 && containsYear(t) {
+			found++
+			fmt.Printf("  %q: sa- spam %d ham %d, trec07p- spam %d ham %d\n", t, c.saSpam, c.saHam, c.trSpam, c.trHam)
+		}
+	}
+	if found == 0 {
+		fmt.Println("  none")
+	}
+	type diff struct {
+		tok string
+		d   float64
+		c   *split
+	}
+	var ds []diff
+	for t, c := range counts {
+		if c.saSpam+c.saHam+c.trSpam+c.trHam < 50 {
+			continue
+		}
+		d := share(c.saSpam+c.saHam, n.saSpam+n.saHam) - share(c.trSpam+c.trHam, n.trSpam+n.trHam)
+		ds = append(ds, diff{t, d, c})
+	}
+	sort.Slice(ds, func(i, j int) bool { return math.Abs(ds[i].d) > math.Abs(ds[j].d) })
+	fmt.Println("\ntokens whose share of messages differs most between the sources (sa- minus trec07p-),")
+	fmt.Println("with the share of each source's spam and ham that has them:")
+	fmt.Printf("  %-34s %6s   %-17s %-17s\n", "token", "diff", "sa- spam / ham", "trec spam / ham")
+	for _, x := range ds[:min(30, len(ds))] {
+		fmt.Printf("  %-34q %+6.2f   %5.2f / %5.2f     %5.2f / %5.2f\n", x.tok, x.d,
+			share(x.c.saSpam, n.saSpam), share(x.c.saHam, n.saHam), share(x.c.trSpam, n.trSpam), share(x.c.trHam, n.trHam))
+	}
+	return nil
+}
+
+// containsYear reports a run of exactly four digits from 1900 to 2099.
+func containsYear(s string) bool {
+	run := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			run++
+			continue
+		}
+		if run == 4 && (s[i-4:i-2] == "19" || s[i-4:i-2] == "20") {
+			return true
+		}
+		run = 0
+	}
+	return false
 }
