@@ -142,6 +142,19 @@ func (s *Store) Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64
 	if err := rows.Err(); err != nil {
 		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
 	}
+	var floor int64
+	if err := tx.QueryRowContext(ctx, "SELECT expunged_floor FROM mailboxes WHERE id = ?", mailboxID).Scan(&floor); err != nil {
+		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
+	}
+	if int64(sinceModSeq) < floor {
+		// Tombstones after sinceModSeq were pruned (pruneTombstones):
+		// report every UID below UIDNEXT that is not in the mailbox.
+		ch.Expunged, err = missingUIDs(ctx, tx, mailboxID, mb.UIDNext)
+		if err != nil {
+			return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
+		}
+		return ch, nil
+	}
 	rows, err = tx.QueryContext(ctx, "SELECT uid FROM expunged WHERE mailbox_id = ? AND modseq > ? ORDER BY uid", mailboxID, int64(sinceModSeq))
 	if err != nil {
 		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
@@ -158,4 +171,33 @@ func (s *Store) Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64
 		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
 	}
 	return ch, nil
+}
+
+// missingUIDs lists, ascending, the UIDs from 1 to uidNext-1 that are not
+// in the mailbox.
+func missingUIDs(ctx context.Context, tx *sql.Tx, mailboxID int64, uidNext uint32) ([]uint32, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT uid FROM mail WHERE mailbox_id = ? ORDER BY uid", mailboxID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []uint32
+	next := uint32(1)
+	for rows.Next() {
+		var uid uint32
+		if err := rows.Scan(&uid); err != nil {
+			return nil, err
+		}
+		for ; next < uid; next++ {
+			out = append(out, next)
+		}
+		next = uid + 1
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for ; next < uidNext; next++ {
+		out = append(out, next)
+	}
+	return out, nil
 }

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -186,7 +188,49 @@ func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 		WHERE blobs.id = c.id`, bj); err != nil {
 		return fmt.Errorf("expunge: release blobs: %w", err)
 	}
+	if err := pruneTombstones(w, mb.ID); err != nil {
+		return err
+	}
 	w.publish(mb.AccountID, mb.ID)
+	return nil
+}
+
+// tombstoneLimit bounds the expunge tombstones kept per mailbox: beyond
+// it, the oldest are pruned down to half of it (tests lower it).
+var tombstoneLimit = 20000
+
+// pruneTombstones removes the oldest tombstones of a mailbox that has more
+// than tombstoneLimit, and raises mailboxes.expunged_floor to the highest
+// MODSEQ removed. Changes then answers a client whose MODSEQ is below the
+// floor with every UID below UIDNEXT that is not in the mailbox (see
+// Changes), which RFC 7162 allows: a VANISHED (EARLIER) response may name
+// UIDs the client never saw (§3.2.10), and a server that no longer knows
+// which messages were expunged since the client's MODSEQ reports all
+// missing ones (§3.2.5.2, §6). The check walks at most tombstoneLimit
+// entries of the (mailbox_id, modseq) index.
+func pruneTombstones(w *wtx, mailboxID int64) error {
+	var over int64
+	err := w.queryRow("SELECT modseq FROM expunged WHERE mailbox_id = ? ORDER BY modseq DESC LIMIT 1 OFFSET ?",
+		mailboxID, tombstoneLimit).Scan(&over)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("count tombstones: %w", err)
+	}
+	// Keep the newest half: everything up to the MODSEQ of the first
+	// tombstone beyond it goes (one MODSEQ is never split).
+	var floor int64
+	if err := w.queryRow("SELECT modseq FROM expunged WHERE mailbox_id = ? ORDER BY modseq DESC LIMIT 1 OFFSET ?",
+		mailboxID, tombstoneLimit/2).Scan(&floor); err != nil {
+		return fmt.Errorf("prune tombstones: %w", err)
+	}
+	if _, err := w.exec("DELETE FROM expunged WHERE mailbox_id = ? AND modseq <= ?", mailboxID, floor); err != nil {
+		return fmt.Errorf("prune tombstones: %w", err)
+	}
+	if _, err := w.exec("UPDATE mailboxes SET expunged_floor = max(expunged_floor, ?) WHERE id = ?", floor, mailboxID); err != nil {
+		return fmt.Errorf("prune tombstones: %w", err)
+	}
 	return nil
 }
 
