@@ -2,7 +2,9 @@ package imapd
 
 import (
 	"fmt"
+	"runtime/debug"
 
+	"pimail/internal/metrics"
 	"pimail/internal/store"
 )
 
@@ -26,7 +28,17 @@ type chunkData struct {
 func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
 	v := s.sel
 	mailboxID := v.mb.ID
-	read := func(chunk []int) chunkData {
+	read := func(chunk []int) (cd chunkData) {
+		// A read-ahead runs in its own goroutine, out of reach of the
+		// session's recover: a bug here must end this FETCH, not the
+		// server.
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("imap fetch panic", "panic", r, "stack", string(debug.Stack()))
+				metrics.InternalErrors.With(metrics.ProtoIMAP).Inc()
+				cd = chunkData{err: fmt.Errorf("fetch from mailbox %d: internal error", mailboxID)}
+			}
+		}()
 		metas, headers, err := s.fetchMetas(mailboxID, v.uidSet(chunk), plan)
 		if err != nil {
 			err = fmt.Errorf("fetch from mailbox %d: %w", mailboxID, err)

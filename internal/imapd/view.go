@@ -80,8 +80,10 @@ func (v *mailboxView) resolve(set imapwire.SeqSet, uid bool) ([]int, error) {
 			}
 			continue
 		}
-		// "n:*" is valid whatever n ("*:n" is n:*); only explicit
-		// numbers beyond the mailbox are an error.
+		// "n:*" is valid whatever n ("*:n" is n:*): "*" is the last
+		// message (RFC 9051 §9, seq-range), so 5:* of two messages is
+		// 2:5, of which only 2 exists. Only explicit numbers beyond the
+		// mailbox are an error.
 		if r.Start != 0 && r.Stop != 0 && (r.Start > uint32(n) || r.Stop > uint32(n)) {
 			return nil, bad("invalid message sequence number")
 		}
@@ -89,7 +91,7 @@ func (v *mailboxView) resolve(set imapwire.SeqSet, uid bool) ([]int, error) {
 			continue
 		}
 		lo, hi := r.Resolve(uint32(n))
-		spans = append(spans, span{int(lo) - 1, int(hi) - 1})
+		spans = append(spans, span{int(min(lo, uint32(n))) - 1, int(min(hi, uint32(n))) - 1})
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
 	var out []int
