@@ -119,7 +119,9 @@ func TestForwardSRS(t *testing.T) {
 	send := func(from, to, subject string) {
 		t.Helper()
 		s := dialSMTP(t, srv.SMTP)
-		msg := "From: <" + from + ">\r\nTo: <" + to + ">\r\nSubject: " + subject + "\r\n\r\nBody of " + subject + ".\r\n"
+		msg := "From: <" + from + ">\r\nTo: <" + to + ">\r\nSubject: " + subject +
+			"\r\nDate: " + time.Now().Format(time.RFC1123Z) + "\r\nMessage-ID: <" + fmt.Sprint(time.Now().UnixNano()) + "@remote.test>" +
+			"\r\n\r\nBody of " + subject + ".\r\n"
 		if err := s.transaction(from, []string{to}, []byte(msg)); err != nil {
 			t.Fatalf("send %q to %s: %v", subject, to, err)
 		}
