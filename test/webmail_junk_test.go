@@ -1,0 +1,140 @@
+package blackbox
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWebmailJunkTrainsSpamFilter marks messages as junk and as not junk
+// in the webmail of the real server and then scores new messages with
+// `pimail spam check` for that account: the account's classifier learned
+// from the clicks (as it does from IMAP moves into and out of Junk).
+func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
+	srv := NewServer(t, "")
+	user := srv.AddAccounts("junkclicker")[0]
+	l := withListeners(t, "http")
+	srv.StartWith(l)
+	const n = 25
+	spamText := func(i int) string {
+		return fmt.Sprintf("From: Watch Deals <deals%d@shop.example>\r\nTo: %s\r\nSubject: replica watches sale %d\r\n"+
+			"Date: %s\r\nMessage-ID: <deal%d@shop.example>\r\n\r\n"+
+			"Genuine replica watches at wholesale prices, order today and save, luxury watches shipped free, offer %d.\r\n",
+			i, user, i, time.Now().Format(time.RFC1123Z), i, i)
+	}
+	hamText := func(i int) string {
+		return fmt.Sprintf("From: Ann Colleague <ann@work.example>\r\nTo: %s\r\nSubject: planning meeting notes %d\r\n"+
+			"Date: %s\r\nMessage-ID: <notes%d@work.example>\r\n\r\n"+
+			"Notes from the planning meeting: the budget review moves to Thursday, please update the roadmap draft %d.\r\n",
+			user, i, time.Now().Format(time.RFC1123Z), i, i)
+	}
+	s := dialSMTP(t, srv.SMTP)
+	for i := range n {
+		s.send("deals@shop.example", []string{user}, []byte(spamText(i)))
+		s.send("ann@work.example", []string{user}, []byte(hamText(i)))
+	}
+	s.Close()
+
+	// The scores of two new messages for this account, before any click.
+	dir := t.TempDir()
+	probe := func() (spamP, hamP string) {
+		t.Helper()
+		get := func(name, text string) string {
+			f := filepath.Join(dir, name)
+			if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out := srv.Admin("spam", "check", "--account", user, f)
+			if m := regexp.MustCompile(`bayes probability ([0-9.]+)`).FindStringSubmatch(out); m != nil {
+				return m[1]
+			}
+			return "untrained"
+		}
+		return get("spam.eml", spamText(1000)), get("ham.eml", hamText(1000))
+	}
+	spam0, ham0 := probe()
+
+	base := "http://" + l.HTTP
+	c, inbox := webmailLogin(t, base, user)
+	box := strings.TrimPrefix(inbox, "/box/")
+	var spamUIDs, hamUIDs []string
+	var csrf string
+	for page := 0; ; page++ {
+		body := webGet(t, c, fmt.Sprintf("%s%s?page=%d", base, inbox, page))
+		if m := regexp.MustCompile(`<meta name="csrf" content="([^"]+)"`).FindStringSubmatch(body); m != nil {
+			csrf = m[1]
+		}
+		rows := regexp.MustCompile(`<a href="/msg/`+box+`/(\d+)">([^<]*)</a>`).FindAllStringSubmatch(body, -1)
+		for _, r := range rows {
+			switch {
+			case strings.HasPrefix(r[2], "replica watches sale"):
+				spamUIDs = append(spamUIDs, r[1])
+			case strings.HasPrefix(r[2], "planning meeting notes"):
+				hamUIDs = append(hamUIDs, r[1])
+			}
+		}
+		if page == 0 && len(rows) == 0 {
+			t.Logf("inbox page: %s", clip(body, 3000))
+		}
+		if len(rows) == 0 || page > 5 {
+			break
+		}
+	}
+	if len(spamUIDs) < 20 || len(hamUIDs) < 20 {
+		t.Fatalf("inbox holds %d of the junk-like and %d of the ordinary messages, want 20 each", len(spamUIDs), len(hamUIDs))
+	}
+	act := func(op string, uids []string) {
+		t.Helper()
+		resp, err := c.PostForm(base+"/act", url.Values{"csrf": {csrf}, "box": {box}, "op": {op}, "uid": uids})
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK { // the redirect to the folder was followed
+			t.Fatalf("%s: %s\n%s", op, resp.Status, clip(string(b), 1000))
+		}
+	}
+	act("junk", spamUIDs)
+	act("notjunk", hamUIDs)
+	srv.Stop() // the learner saves the account's model on shutdown
+
+	spam1, ham1 := probe()
+	t.Logf("bayes probability for this account: junk-like %s → %s, ordinary %s → %s", spam0, spam1, ham0, ham1)
+	p := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("no bayes probability after training (%q)", s)
+		}
+		return v
+	}
+	if p(spam1) < 0.9 || p(ham1) > 0.1 {
+		t.Fatalf("after marking: junk-like %s, ordinary %s; want > 0.9 and < 0.1", spam1, ham1)
+	}
+	if spam0 != "untrained" && p(spam1)-p(spam0) < 0.3 {
+		t.Fatalf("marking as junk moved the junk-like score only from %s to %s", spam0, spam1)
+	}
+}
+
+// webGet fetches a page and fails the test on anything but 200.
+func webGet(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	return string(b)
+}
