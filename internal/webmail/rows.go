@@ -51,19 +51,6 @@ func escapeHTML(b []byte, s string) []byte {
 	return append(b, s[last:]...)
 }
 
-// escapeText is escapeHTML for the text of a plain body: a CR before LF
-// is dropped as well (the page shows LF line ends).
-func escapeText(b []byte, s string) []byte {
-	for {
-		i := strings.Index(s, "\r\n")
-		if i < 0 {
-			return escapeHTML(b, s)
-		}
-		b = escapeHTML(b, s[:i])
-		s = s[i+1:]
-	}
-}
-
 // safeLinkURL returns u when it is an http(s) or mailto URL (what linkify
 // makes), else "".
 func safeLinkURL(u string) string {
@@ -232,26 +219,83 @@ func (d readData) TextHTML() template.HTML {
 	for i := range d.Text {
 		n += len(d.Text[i].Text) + len(d.Text[i].URL)
 	}
-	b := make([]byte, 0, n+n/8+64)
+	var b strings.Builder // String() does not copy
+	b.Grow(n + n/8 + 64)
 	for i := range d.Text {
 		sg := &d.Text[i]
 		if u := safeLinkURL(sg.URL); u != "" {
-			b = append(b, `<a href="`...)
-			b = escapeHTML(b, u)
-			b = append(b, `" rel="noopener noreferrer" target="_blank">`...)
-			b = escapeHTML(b, sg.Text)
-			b = append(b, "</a>"...)
+			b.WriteString(`<a href="`)
+			escapeTo(&b, u, false)
+			b.WriteString(`" rel="noopener noreferrer" target="_blank">`)
+			escapeTo(&b, sg.Text, false)
+			b.WriteString("</a>")
 			continue
 		}
 		if sg.Quote {
-			b = append(b, `<span class="q">`...)
-			b = escapeText(b, sg.Text)
-			b = append(b, "</span>"...)
+			b.WriteString(`<span class="q">`)
+			escapeTo(&b, sg.Text, true)
+			b.WriteString("</span>")
 			continue
 		}
-		b = escapeText(b, sg.Text)
+		escapeTo(&b, sg.Text, true)
 	}
-	return template.HTML(b)
+	return template.HTML(b.String())
+}
+
+// textSlot stands in the read page for a plain text body that is already
+// rendered: the page is executed without it and render writes the body in
+// its place, so that a large body is not copied through html/template and
+// fmt. Nothing from mail can produce it: every string from mail is escaped
+// ('<' becomes "&lt;").
+const textSlot = "<!--pimail:text-->"
+
+// TextSlot is what read.html writes in #body-text.
+func (d readData) TextSlot() template.HTML {
+	if d.Body != "" {
+		return textSlot
+	}
+	return d.TextHTML()
+}
+
+// spliced returns the text that replaces the page's textSlot.
+func (d readData) spliced() (slot, text string) {
+	if d.Body == "" {
+		return "", ""
+	}
+	return textSlot, string(d.Body)
+}
+
+// escapeTo is escapeHTML writing to a strings.Builder; with crlf, a CR
+// before LF is dropped (escapeText).
+func escapeTo(b *strings.Builder, s string, crlf bool) {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !htmlSpecial[c] && (c != '\r' || !crlf || i+1 == len(s) || s[i+1] != '\n') {
+			continue
+		}
+		var rep string
+		switch c {
+		case '&':
+			rep = "&amp;"
+		case '<':
+			rep = "&lt;"
+		case '>':
+			rep = "&gt;"
+		case '"':
+			rep = "&#34;"
+		case '\'':
+			rep = "&#39;"
+		case '\r':
+			rep = ""
+		default: // NUL
+			rep = "\uFFFD"
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(rep)
+		last = i + 1
+	}
+	b.WriteString(s[last:])
 }
 
 // NavHTML renders the folder list of the sidebar.

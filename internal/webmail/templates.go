@@ -80,8 +80,28 @@ func (t *templates) render(w io.Writer, name string, data any) error {
 	if err := p.ExecuteTemplate(buf, "page", data); err != nil {
 		return fmt.Errorf("webmail: render %s: %w", name, err)
 	}
+	if sp, ok := data.(splicer); ok {
+		if slot, text := sp.spliced(); slot != "" {
+			if i := bytes.Index(buf.Bytes(), []byte(slot)); i >= 0 {
+				if _, err := w.Write(buf.Bytes()[:i]); err != nil {
+					return err
+				}
+				if _, err := io.WriteString(w, text); err != nil {
+					return err
+				}
+				_, err := w.Write(buf.Bytes()[i+len(slot):])
+				return err
+			}
+		}
+	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// splicer is page data with a pre-rendered part that render writes in
+// place of a slot comment (readData's plain text body).
+type splicer interface {
+	spliced() (slot, text string)
 }
 
 // page renders a full page with status 200.
