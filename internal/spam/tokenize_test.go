@@ -94,3 +94,44 @@ func TestStripFieldsAndFormat(t *testing.T) {
 		t.Fatalf("formatted fields not strippable: %q", out)
 	}
 }
+
+func TestURLHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://Example.COM/path":            "example.com",
+		"https://user:pw@shop.test:8080/x?y": "shop.test",
+		"HTTP://www.a.test.":                 "www.a.test",
+		"www.b.test/page":                    "www.b.test",
+		"http://%77%77%77.c.test/":           "www.c.test",
+		"http://[2001:db8::1]:80/":           "2001:db8::1",
+		"http://192.0.2.7/login":             "192.0.2.7",
+		"http://evil.test\\@good.test/":      "evil.test",
+		"mailto:a@b.test":                    "",
+		"/relative":                          "",
+	} {
+		if got := urlHost(in); got != want {
+			t.Errorf("urlHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if !isIPHost("192.0.2.7") || !isIPHost("2001:db8::1") || isIPHost("cafe.test") || isIPHost("") {
+		t.Error("isIPHost")
+	}
+	for in, want := range map[string]string{"a.b.example.co.uk": "example.co.uk", "www.example.com": "example.com", "example.com": "example.com", "localhost": "localhost"} {
+		if got := registrable(in); got != want {
+			t.Errorf("registrable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPlainURLs(t *testing.T) {
+	text := "see HTTP://A.test/x, or www.b.test. Not wwwx or http:/bad. Then https://c.test/?q=1)"
+	got := plainURLs(text, 10)
+	want := []string{"HTTP://A.test/x", "www.b.test", "https://c.test/?q=1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plainURLs = %q, want %q", got, want)
+	}
+	// Linear in the text: a long text of near-misses is read once.
+	long := strings.Repeat("what whether hhhh www ", 20000) + "http://end.test/"
+	if got := plainURLs(long, 10); len(got) != 1 || got[0] != "http://end.test/" {
+		t.Fatalf("long text: %q", got)
+	}
+}
