@@ -285,7 +285,7 @@ func Default() Config {
 		},
 		DNS:   DNS{Timeout: Duration{2 * time.Second}},
 		DNSBL: DNSBL{Threshold: 1},
-		Spam:  Spam{Enabled: true, JunkThreshold: 2, RejectThreshold: 12},
+		Spam:  Spam{Enabled: true, JunkThreshold: 4, RejectThreshold: 12},
 		Auth:  Auth{Enabled: true, TrustLoopback: true, Timeout: Duration{5 * time.Second}},
 		Queue: Queue{
 			RetryInitial: Duration{5 * time.Minute},
