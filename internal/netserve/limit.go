@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// Reasons connLimiter.acquire gives for a refusal.
+// Reasons Limiter.Acquire gives for a refusal ("" admits).
 const (
-	overTotalLimit  = "total"
-	overClientLimit = "per-address"
-	overRateLimit   = "rate"
+	OverTotal     = "total"
+	OverPerClient = "per-address"
+	OverRate      = "rate"
 )
 
 // maxTrackedClients bounds the rate limiter's memory. Beyond it, clients
@@ -20,11 +20,12 @@ const (
 // window.
 const maxTrackedClients = 100_000
 
-// connLimiter counts open connections in total and per client key, and
+// Limiter counts open connections in total and per client key, and
 // new connections per client key in a token bucket: rate tokens per
 // window, refilled continuously, so a client may open rate connections
-// at once and then one every window/rate.
-type connLimiter struct {
+// at once and then one every window/rate. The IMAP and POP3 servers of
+// this package and the SMTP servers (internal/smtpd) share it.
+type Limiter struct {
 	maxTotal, maxPerClient, rate int // <= 0: no limit
 	window                       time.Duration
 	now                          func() time.Time
@@ -41,39 +42,41 @@ type bucket struct {
 	last   time.Time
 }
 
-func newConnLimiter(maxTotal, maxPerClient, rate int, window time.Duration) *connLimiter {
+// NewLimiter returns a limiter; limits <= 0 mean none, and a window <= 0
+// is a minute.
+func NewLimiter(maxTotal, maxPerClient, rate int, window time.Duration) *Limiter {
 	if window <= 0 {
 		window = time.Minute
 	}
-	return &connLimiter{
+	return &Limiter{
 		maxTotal: maxTotal, maxPerClient: maxPerClient, rate: rate, window: window, now: time.Now,
 		open: map[netip.Prefix]int{}, buckets: map[netip.Prefix]*bucket{},
 	}
 }
 
-// acquire counts a new connection from key open, or returns which limit
-// refuses it. Every attempt of a non-exempt client spends a rate token,
+// Acquire counts a new connection from key open, or returns which limit
+// refuses it (OverRate, OverTotal or OverPerClient). Every attempt of a non-exempt client spends a rate token,
 // refused ones too, so a client hammering the port stays refused. An
 // exempt client is held only to the total.
-func (l *connLimiter) acquire(key netip.Prefix, exempt bool) string {
+func (l *Limiter) Acquire(key netip.Prefix, exempt bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !exempt && !l.takeToken(key) {
-		return overRateLimit
+		return OverRate
 	}
 	if l.maxTotal > 0 && l.total >= l.maxTotal {
-		return overTotalLimit
+		return OverTotal
 	}
 	if !exempt && l.maxPerClient > 0 && l.open[key] >= l.maxPerClient {
-		return overClientLimit
+		return OverPerClient
 	}
 	l.total++
 	l.open[key]++
 	return ""
 }
 
-// release gives back a connection acquire counted.
-func (l *connLimiter) release(key netip.Prefix) {
+// Release gives back a connection Acquire counted.
+func (l *Limiter) Release(key netip.Prefix) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total--
@@ -84,15 +87,15 @@ func (l *connLimiter) release(key netip.Prefix) {
 	}
 }
 
-// active returns the number of open connections.
-func (l *connLimiter) active() int {
+// Active returns the number of open connections.
+func (l *Limiter) Active() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.total
 }
 
 // takeToken spends one of key's rate tokens; false when none is left.
-func (l *connLimiter) takeToken(key netip.Prefix) bool {
+func (l *Limiter) takeToken(key netip.Prefix) bool {
 	if l.rate <= 0 {
 		return true
 	}
@@ -119,7 +122,7 @@ func (l *connLimiter) takeToken(key netip.Prefix) bool {
 }
 
 // sweep forgets clients whose bucket has refilled: they are as if new.
-func (l *connLimiter) sweep(now time.Time, perSecond float64) {
+func (l *Limiter) sweep(now time.Time, perSecond float64) {
 	l.lastSweep = now
 	for k, b := range l.buckets {
 		if b.tokens+now.Sub(b.last).Seconds()*perSecond >= float64(l.rate) {
@@ -128,10 +131,21 @@ func (l *connLimiter) sweep(now time.Time, perSecond float64) {
 	}
 }
 
-// clientKeyOf returns the unit the per-address limit counts, an IPv4
-// address or the /64 of an IPv6 address (one subscriber holds a whole
-// /64), and whether the client is exempt from that limit (loopback).
-// Addresses that are not IP (tests with pipes) share one zero key.
+// ClientKey returns the unit the per-address limits count: an IPv4
+// address, or the /64 of an IPv6 address (one subscriber line holds a
+// whole /64, so counting single IPv6 addresses would not limit anything).
+func ClientKey(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p
+	}
+	return netip.PrefixFrom(ip, ip.BitLen())
+}
+
+// clientKeyOf returns the ClientKey of a connection's address and whether
+// the client is exempt from the per-address limits (loopback). Addresses
+// that are not IP (tests with pipes) share one zero key.
 func clientKeyOf(a net.Addr) (netip.Prefix, bool) {
 	var ip netip.Addr
 	if tcp, ok := a.(*net.TCPAddr); ok {
@@ -145,9 +159,5 @@ func clientKeyOf(a net.Addr) (netip.Prefix, bool) {
 	if !ip.IsValid() {
 		return netip.Prefix{}, false
 	}
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p, ip.IsLoopback()
-	}
-	return netip.PrefixFrom(ip, ip.BitLen()), ip.IsLoopback()
+	return ClientKey(ip), ip.IsLoopback()
 }

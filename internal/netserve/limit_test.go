@@ -30,39 +30,39 @@ func TestClientKeyOf(t *testing.T) {
 }
 
 func TestConnLimiter(t *testing.T) {
-	l := newConnLimiter(4, 2, 0, 0)
+	l := NewLimiter(4, 2, 0, 0)
 	a := netip.MustParsePrefix("192.0.2.1/32")
 	b := netip.MustParsePrefix("2001:db8::/64")
 	lo := netip.MustParsePrefix("127.0.0.1/32")
-	for i, want := range []string{"", "", overClientLimit} {
-		if got := l.acquire(a, false); got != want {
+	for i, want := range []string{"", "", OverPerClient} {
+		if got := l.Acquire(a, false); got != want {
 			t.Fatalf("a #%d: %q, want %q", i, got, want)
 		}
 	}
-	if got := l.acquire(b, false); got != "" {
+	if got := l.Acquire(b, false); got != "" {
 		t.Fatalf("b: %q", got)
 	}
 	// Loopback skips the per-address limit but not the total.
-	if got := l.acquire(lo, true); got != "" {
+	if got := l.Acquire(lo, true); got != "" {
 		t.Fatalf("loopback: %q", got)
 	}
-	if got := l.acquire(lo, true); got != overTotalLimit {
+	if got := l.Acquire(lo, true); got != OverTotal {
 		t.Fatalf("loopback over total: %q", got)
 	}
-	l.release(a)
-	if got := l.acquire(a, false); got != "" {
+	l.Release(a)
+	if got := l.Acquire(a, false); got != "" {
 		t.Fatalf("a after release: %q", got)
 	}
 	for _, k := range []netip.Prefix{a, a, b, lo} {
-		l.release(k)
+		l.Release(k)
 	}
 	if l.total != 0 || len(l.open) != 0 {
 		t.Fatalf("after releasing all: total %d, open %v", l.total, l.open)
 	}
 	// Negative limits mean none.
-	u := newConnLimiter(-1, -1, 0, 0)
+	u := NewLimiter(-1, -1, 0, 0)
 	for range 100 {
-		if got := u.acquire(a, false); got != "" {
+		if got := u.Acquire(a, false); got != "" {
 			t.Fatalf("unlimited: %q", got)
 		}
 	}
@@ -70,37 +70,37 @@ func TestConnLimiter(t *testing.T) {
 
 func TestConnLimiterRate(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	l := newConnLimiter(-1, -1, 3, time.Minute)
+	l := NewLimiter(-1, -1, 3, time.Minute)
 	l.now = func() time.Time { return now }
 	a := netip.MustParsePrefix("192.0.2.1/32")
 	b := netip.MustParsePrefix("192.0.2.2/32")
 	lo := netip.MustParsePrefix("127.0.0.1/32")
-	for i, want := range []string{"", "", "", overRateLimit, overRateLimit} {
-		if got := l.acquire(a, false); got != want {
+	for i, want := range []string{"", "", "", OverRate, OverRate} {
+		if got := l.Acquire(a, false); got != want {
 			t.Fatalf("a #%d: %q, want %q", i, got, want)
 		}
 	}
 	// Another client and an exempt one are not affected.
-	if got := l.acquire(b, false); got != "" {
+	if got := l.Acquire(b, false); got != "" {
 		t.Fatalf("b: %q", got)
 	}
 	for range 10 {
-		if got := l.acquire(lo, true); got != "" {
+		if got := l.Acquire(lo, true); got != "" {
 			t.Fatalf("loopback: %q", got)
 		}
 	}
 	// One token comes back every 20 s; refused attempts spent theirs.
 	now = now.Add(20 * time.Second)
-	if got := l.acquire(a, false); got != "" {
+	if got := l.Acquire(a, false); got != "" {
 		t.Fatalf("a after 20 s: %q", got)
 	}
-	if got := l.acquire(a, false); got != overRateLimit {
+	if got := l.Acquire(a, false); got != OverRate {
 		t.Fatalf("a again: %q", got)
 	}
 	// After a full window the bucket is full again, and swept.
 	now = now.Add(2 * time.Minute)
 	for i := range 3 {
-		if got := l.acquire(a, false); got != "" {
+		if got := l.Acquire(a, false); got != "" {
 			t.Fatalf("a #%d after the window: %q", i, got)
 		}
 	}

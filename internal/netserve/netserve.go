@@ -63,7 +63,7 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	handle func(net.Conn)
-	limits *connLimiter
+	limits *Limiter
 
 	mu        sync.Mutex
 	closed    bool
@@ -87,7 +87,7 @@ func New(cfg Config, handle func(net.Conn)) *Server {
 	return &Server{
 		cfg:       cfg,
 		handle:    handle,
-		limits:    newConnLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP, cfg.ConnectionRate, cfg.RateWindow),
+		limits:    NewLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP, cfg.ConnectionRate, cfg.RateWindow),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[net.Conn]struct{}{},
 	}
@@ -125,12 +125,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		delay = 0
 		key, exempt := clientKeyOf(c.RemoteAddr())
 		exempt = exempt && !s.cfg.LimitLoopback
-		if over := s.limits.acquire(key, exempt); over != "" {
+		if over := s.limits.Acquire(key, exempt); over != "" {
 			s.refuse(c, key, over)
 			continue
 		}
 		if !s.track(c) {
-			s.limits.release(key)
+			s.limits.Release(key)
 			c.Close()
 			return nil
 		}
@@ -141,7 +141,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		go func() {
 			defer s.wg.Done()
 			defer active.Dec()
-			defer s.limits.release(key)
+			defer s.limits.Release(key)
 			defer s.untrack(c)
 			s.handle(c)
 		}()
@@ -203,10 +203,10 @@ func (s *Server) refuse(c net.Conn, key netip.Prefix, over string) {
 	remote := remoteIP(c.RemoteAddr())
 	refusal := s.cfg.Refusal
 	switch over {
-	case overTotalLimit:
+	case OverTotal:
 		metrics.ConnectionsRefused.With(s.cfg.Name, metrics.RefuseTotal).Inc()
 		s.cfg.Logger.Warn("connection refused: server connection limit", "remote", remote, "limit", s.cfg.MaxConnections)
-	case overRateLimit:
+	case OverRate:
 		metrics.ConnectionsRefused.With(s.cfg.Name, metrics.RefuseRate).Inc()
 		s.cfg.Logger.Warn("connection refused: rate limit", "remote", remote, "client", key.String(),
 			"limit", s.cfg.ConnectionRate, "window", s.cfg.RateWindow)
@@ -224,7 +224,7 @@ func (s *Server) refuse(c net.Conn, key netip.Prefix, over string) {
 }
 
 // Active returns the number of open connections.
-func (s *Server) Active() int { return s.limits.active() }
+func (s *Server) Active() int { return s.limits.Active() }
 
 // remoteIP is the address of a client without the port, as fail2ban's
 // <HOST> matches it.

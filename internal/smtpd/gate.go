@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"pimail/internal/dnsbl"
+	"pimail/internal/netserve"
 )
 
 // rejectWriteTimeout bounds writing the one-line refusal to a connection
@@ -117,20 +118,20 @@ func isTemporary(err error) bool {
 func (l *gateListener) admit(c net.Conn) {
 	s := l.srv
 	ip := addrOf(c.RemoteAddr())
-	key := clientKey(ip)
+	key := netserve.ClientKey(ip)
 	exempt := s.exempt(ip)
-	switch s.limits.acquire(key, exempt) {
-	case overRate:
+	switch s.limits.Acquire(key, exempt) {
+	case netserve.OverRate:
 		s.stats.rejectedRate.Add(1)
 		s.logger.Info("connection refused: rate limit", "ip", ip)
 		rejectConn(c, s.cfg.Hostname, replyRateLimit)
 		return
-	case overTotal:
+	case netserve.OverTotal:
 		s.stats.rejectedTotal.Add(1)
 		s.logger.Warn("connection refused: server connection limit", "ip", ip, "limit", s.cfg.MaxConnections)
 		rejectConn(c, s.cfg.Hostname, replyTooManyConns)
 		return
-	case overPerClient:
+	case netserve.OverPerClient:
 		s.stats.rejectedPerIP.Add(1)
 		s.logger.Info("connection refused: per-client connection limit", "ip", ip)
 		rejectConn(c, s.cfg.Hostname, replyTooManyConnsIP)
@@ -141,11 +142,11 @@ func (l *gateListener) admit(c net.Conn) {
 		// an implicit-TLS connection cannot be wrapped: it passes without
 		// a limiter slot or pregreet test, and its session starts the
 		// blocklist lookup itself.
-		s.limits.release(key)
+		s.limits.Release(key)
 		l.handOver(c)
 		return
 	}
-	gc := &gatedConn{Conn: c, release: func() { s.limits.release(key) }}
+	gc := &gatedConn{Conn: c, release: func() { s.limits.Release(key) }}
 	if s.cfg.DNSBL != nil {
 		// Started now, answered by the time the client reaches RCPT.
 		gc.reputation = s.cfg.DNSBL.Start(ip)

@@ -144,46 +144,6 @@ func waitActive(t *testing.T, e *env, n int) {
 	}
 }
 
-func TestLimiterUnit(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newLimiter(-1, -1, 2, time.Minute)
-	l.now = func() time.Time { return now }
-	k := clientKey(netip.MustParseAddr("192.0.2.1"))
-	for i, want := range []admission{admitted, admitted, overRate, overRate} {
-		if got := l.acquire(k, false); got != want {
-			t.Fatalf("attempt %d: %v, want %v", i, got, want)
-		}
-	}
-	now = now.Add(30 * time.Second) // one token back
-	if l.acquire(k, false) != admitted || l.acquire(k, false) != overRate {
-		t.Fatal("refill after half a window")
-	}
-	if l.acquire(k, true) != admitted {
-		t.Fatal("an exempt client was rate limited")
-	}
-	now = now.Add(2 * time.Minute)
-	l.acquire(clientKey(netip.MustParseAddr("192.0.2.2")), false) // triggers a sweep
-	if _, ok := l.buckets[k]; ok {
-		t.Fatal("idle client not swept")
-	}
-	// IPv6 clients count per /64.
-	a, b := clientKey(netip.MustParseAddr("2001:db8::1")), clientKey(netip.MustParseAddr("2001:db8::ffff:2"))
-	if a != b || a == clientKey(netip.MustParseAddr("2001:db8:0:1::1")) {
-		t.Fatalf("IPv6 keys %v %v", a, b)
-	}
-	if clientKey(netip.MustParseAddr("::ffff:192.0.2.1")) != k {
-		t.Fatal("mapped IPv4 counted apart")
-	}
-	lim := newLimiter(1, -1, -1, time.Minute)
-	if lim.acquire(k, false) != admitted || lim.acquire(k, false) != overTotal {
-		t.Fatal("total limit")
-	}
-	lim.release(k)
-	if lim.acquire(k, false) != admitted || lim.active() != 1 {
-		t.Fatal("release")
-	}
-}
-
 // Loopback clients (local tools, benchmarks) and ExemptNetworks skip the
 // per-client limits and the pregreet test, but not the total limit.
 func TestExemptClients(t *testing.T) {

@@ -38,6 +38,7 @@ import (
 	"pimail/internal/deliverylog"
 	"pimail/internal/directory"
 	"pimail/internal/dnsbl"
+	"pimail/internal/netserve"
 )
 
 // Defaults for the zero values of Config.
@@ -235,7 +236,7 @@ type Server struct {
 	closing  bool
 	inflight sync.WaitGroup // deliveries handed to the pipeline
 
-	limits *limiter
+	limits *netserve.Limiter
 	stats  counters
 }
 
@@ -247,7 +248,7 @@ func New(cfg Config, dir *directory.View, pipe *delivery.Pipeline, logger *slog.
 		logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, dir: dir, pipe: pipe, logger: logger}
-	s.limits = newLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP, cfg.ConnectionRate, cfg.ConnectionRateWindow)
+	s.limits = netserve.NewLimiter(cfg.MaxConnections, cfg.MaxConnectionsPerIP, cfg.ConnectionRate, cfg.ConnectionRateWindow)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))

@@ -30,6 +30,6 @@ func (s *Server) Stats() Stats {
 		RejectedPerIP:    s.stats.rejectedPerIP.Load(),
 		RejectedPregreet: s.stats.rejectedPregreet.Load(),
 		RejectedDNSBL:    s.stats.rejectedDNSBL.Load(),
-		Active:           s.limits.active(),
+		Active:           s.limits.Active(),
 	}
 }
