@@ -203,7 +203,7 @@ func cmdCopy(s *session, cmd *command) (string, string, error) {
 	if dst.ID == v.mb.ID || move {
 		v.dirty = true
 	}
-	if spam, ok := junkMove(v.mb, dst); ok {
+	if spam, ok := store.JunkMove(v.mb, dst); ok {
 		s.reportJunk(dst.ID, res.DestUIDs, spam) // into or out of Junk teaches the account's filter
 	}
 	code := ""

@@ -46,21 +46,6 @@ func (srv *Server) junkTrainer() JunkTrainer {
 	return nil
 }
 
-// junkMove says what copying or moving from src to dst tells about the
-// messages: into Junk is spam; out of Junk is ham, unless they go to the
-// Trash (deleting junk says nothing about it).
-func junkMove(src, dst store.Mailbox) (spam, ok bool) {
-	srcJunk := src.SpecialUse == store.SpecialJunk
-	dstJunk := dst.SpecialUse == store.SpecialJunk
-	switch {
-	case dstJunk && !srcJunk:
-		return true, true
-	case srcJunk && !dstJunk && dst.SpecialUse != store.SpecialTrash:
-		return false, true
-	}
-	return false, false
-}
-
 // junkKeywords says what a STORE tells: adding (or setting) $Junk is
 // spam, $NotJunk ham; removing either says nothing, and so does a STORE
 // that sets both.

@@ -115,7 +115,7 @@ func TestJunkDecisionRules(t *testing.T) {
 		{inbox, junk, true, true}, {junk, inbox, false, true}, {junk, trash, false, false},
 		{inbox, trash, false, false}, {junk, junk, false, false}, {trash, junk, true, true},
 	} {
-		spam, ok := junkMove(tc.src, tc.dst)
+		spam, ok := store.JunkMove(tc.src, tc.dst)
 		if spam != tc.spam || ok != tc.signal {
 			t.Errorf("move %d→%d: %v %v, want %v %v", tc.src.ID, tc.dst.ID, spam, ok, tc.spam, tc.signal)
 		}

@@ -52,6 +52,23 @@ const (
 	SpecialArchive = `\Archive`
 )
 
+// JunkMove says what moving or copying a message from src to dst tells
+// the spam filter (RFC 9051 §2.3.2 on $Junk, RFC 6154 \Junk): into Junk is
+// spam; out of Junk is ham, unless it goes to the Trash (deleting junk
+// says nothing about it). ok is false when the move tells nothing. IMAP
+// and the webmail train on it alike.
+func JunkMove(src, dst Mailbox) (spam, ok bool) {
+	srcJunk := src.SpecialUse == SpecialJunk
+	dstJunk := dst.SpecialUse == SpecialJunk
+	switch {
+	case dstJunk && !srcJunk:
+		return true, true
+	case srcJunk && !dstJunk && dst.SpecialUse != SpecialTrash:
+		return false, true
+	}
+	return false, false
+}
+
 // DefaultMailboxes are created with every account, in this order.
 var DefaultMailboxes = []struct{ Name, SpecialUse string }{
 	{"INBOX", SpecialNone},

@@ -86,7 +86,7 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 	spam, teach := junkVerdict(op)
 	if op == "move" {
 		if dst, e := s.mailboxOf(ctx, sess.AccountID, target); e == nil {
-			spam, teach = junkMove(box, dst)
+			spam, teach = store.JunkMove(box, dst)
 		}
 	}
 	if teach && s.cfg.Junk != nil {
@@ -160,21 +160,6 @@ func junkVerdict(op string) (spam, ok bool) {
 	case "junk":
 		return true, true
 	case "notjunk":
-		return false, true
-	}
-	return false, false
-}
-
-// junkMove says what moving from src to dst tells, as for IMAP MOVE: into
-// Junk is spam; out of Junk is ham unless to the Trash (deleting junk says
-// nothing about it).
-func junkMove(src, dst store.Mailbox) (spam, ok bool) {
-	srcJunk := src.SpecialUse == store.SpecialJunk
-	dstJunk := dst.SpecialUse == store.SpecialJunk
-	switch {
-	case dstJunk && !srcJunk:
-		return true, true
-	case srcJunk && !dstJunk && dst.SpecialUse != store.SpecialTrash:
 		return false, true
 	}
 	return false, false
