@@ -243,7 +243,7 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 			case errors.Is(err, delivery.ErrNoRecipients) && len(remote) == 0:
 				return errUser{"None of the recipients exists here."}
 			case errors.Is(err, delivery.ErrForwardingUnavailable) && len(remote) == 0:
-				return errUser{"The recipients forward to other domains; sending to other domains is not available yet."}
+				return errUser{"The recipients forward to other domains, and forwarding is not configured on this server."}
 			case errors.Is(err, delivery.ErrNoRecipients), errors.Is(err, delivery.ErrForwardingUnavailable):
 				// The remote copies are queued; the local ones vanished
 				// since the check. Keep the Sent copy of what went out.
