@@ -19,8 +19,8 @@ import (
 const maxBlobRetries = 3
 
 // testBeforeV5, set by tests, makes Deliver write a database of schema
-// version 4 (without the rows of blob_fetch and blob_addrs), to test the
-// migration that fills them.
+// version 4 (without the rows of blob_fetch, blob_addrs and blob_headers),
+// to test the migrations that fill them.
 var testBeforeV5 bool
 
 // testHookBlobWritten, when set by a test, runs between writing the file and
@@ -40,6 +40,7 @@ type target struct {
 // newBlob is what a blob row needs, computed before the write request.
 type newBlob struct {
 	sha    string
+	raw    []byte
 	size   int64
 	parsed *message.Parsed
 	json   []byte
@@ -53,7 +54,7 @@ func prepareBlob(raw []byte, parsed *message.Parsed) (*newBlob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode parsed message: %w", err)
 	}
-	return &newBlob{sha: hashRaw(raw), size: int64(len(raw)), parsed: parsed, json: pj}, nil
+	return &newBlob{sha: hashRaw(raw), raw: raw, size: int64(len(raw)), parsed: parsed, json: pj}, nil
 }
 
 // Deliver stores one message for many recipients: one file, one blob row,
@@ -196,6 +197,11 @@ func (s *Store) ensureBlob(w *wtx, nb *newBlob) (int64, error) {
 		id, strings.ToLower(p.Subject), strings.ToLower(p.From), strings.ToLower(p.To),
 		strings.ToLower(p.Cc), strings.ToLower(p.Bcc)); err != nil {
 		return 0, fmt.Errorf("insert blob search row: %w", err)
+	}
+	if hs >= 0 && hs <= int64(len(nb.raw)) {
+		if _, err := w.exec("INSERT INTO blob_headers (blob_id, header) VALUES (?, ?)", id, nb.raw[:hs]); err != nil {
+			return 0, fmt.Errorf("insert blob header: %w", err)
+		}
 	}
 	return id, nil
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -31,11 +32,11 @@ func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 		missing map[int64][]int // blob id → indexes in metas
 		parsed  []message.Parsed
 	)
-	metas, _, err := fetchLite(ctx, tx, mailboxID, uids, true, func(i int, m *store.MessageMeta, _ string, _ int64, env []byte) error {
+	metas, _, err := fetchLite(ctx, tx, mailboxID, uids, liteEnvelope, func(i int, m *store.MessageMeta, ok bool, _ int64, env []byte) error {
 		if parsed == nil {
 			parsed = make([]message.Parsed, 0, fetchLiteCap)
 		}
-		if env == nil {
+		if !ok {
 			if missing == nil {
 				missing = map[int64][]int{}
 			}
@@ -74,8 +75,11 @@ func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 }
 
 // FetchHeaders is Fetch without Parsed, plus each message's header: the
-// bytes before its body, blank line included (RFC 5322 §2.1), that is
-// the first Body.BodyStart bytes of the message file, read with one pread.
+// bytes before its body, blank line included (RFC 5322 §2.1), from
+// blob_headers (schema version 6) in the same query as the metadata. A
+// message without that row (delivered before version 6) has its header
+// read from its file, the first Body.BodyStart bytes with one pread, and
+// stored in blob_headers in the background for the next time.
 // headers[i] belongs to metas[i]; all headers share one buffer.
 func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, headers [][]byte, err error) {
 	tx, _, err := s.readTx(ctx, mailboxID)
@@ -83,13 +87,32 @@ func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UI
 		return nil, nil, err
 	}
 	defer tx.Rollback()
-	var sizes []int64 // -1: no stored structure
-	missing := map[int64][]int{}
-	metas, shas, err := fetchLite(ctx, tx, mailboxID, uids, false, func(i int, m *store.MessageMeta, _ string, hs int64, env []byte) error {
-		if env == nil {
+	var (
+		buf     []byte
+		ends    []int   // end of header i in buf; -1: read from the file
+		sizes   []int64 // header sizes of those from files; -1 unknown
+		missing map[int64][]int
+	)
+	metas, shas, err := fetchLite(ctx, tx, mailboxID, uids, liteHeader, func(i int, m *store.MessageMeta, ok bool, hs int64, hdr []byte) error {
+		if buf == nil {
+			buf = make([]byte, 0, 2048*fetchLiteCap)
+			ends = make([]int, 0, fetchLiteCap)
+			sizes = make([]int64, 0, fetchLiteCap)
+		}
+		if hdr != nil || (ok && hs == 0) { // an empty header may read as NULL
+			buf = append(buf, hdr...)
+			ends = append(ends, len(buf))
+			sizes = append(sizes, int64(len(hdr)))
+			return nil
+		}
+		ends = append(ends, -1)
+		sizes = append(sizes, hs)
+		if !ok {
+			if missing == nil {
+				missing = map[int64][]int{}
+			}
 			missing[m.BlobID] = append(missing[m.BlobID], i)
 		}
-		sizes = append(sizes, hs)
 		return nil
 	})
 	if err != nil {
@@ -109,24 +132,21 @@ func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UI
 		return nil, nil, fmt.Errorf("sqlite store: fetch headers: %w", err)
 	}
 	tx.Rollback() // the files need no transaction
-	var total int64
-	for i, n := range sizes {
-		if n < 0 {
-			total += metas[i].Size // no stored structure: cut the header out below
+	headers = make([][]byte, len(metas))
+	start := 0
+	var fill []blobHeader
+	for i, end := range ends {
+		if end >= 0 {
+			headers[i] = buf[start:end:end]
+			start = end
 			continue
 		}
-		sizes[i] = min(n, metas[i].Size)
-		total += sizes[i]
-	}
-	buf := make([]byte, total)
-	headers = make([][]byte, len(metas))
-	var off int64
-	for i, n := range sizes {
+		n := sizes[i]
 		whole := n < 0
 		if whole {
-			n = metas[i].Size
+			n = metas[i].Size // no stored structure: cut the header out below
 		}
-		dst := buf[off : off+n : off+n]
+		dst := make([]byte, min(n, metas[i].Size))
 		got, err := readPrefix(s.blobPath(shas[i]), dst)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlite store: header of blob %d: %w", metas[i].BlobID, err)
@@ -134,32 +154,70 @@ func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UI
 		headers[i] = dst[:got]
 		if whole {
 			headers[i] = dst[:headerLen(dst[:got])]
+		} else if got == len(dst) && got > 0 {
+			fill = append(fill, blobHeader{metas[i].BlobID, headers[i]})
 		}
-		off += n
+	}
+	if len(fill) > 0 {
+		s.fillHeaders(fill)
 	}
 	return metas, headers, nil
+}
+
+// blobHeader is a header read from a file, to be stored in blob_headers.
+type blobHeader struct {
+	id     int64
+	header []byte
+}
+
+// fillHeaders stores headers read from files in blob_headers, in the
+// background: the FETCH that read them does not wait. A blob collected
+// meanwhile gets no row (the insert checks, under the write lock, that
+// the blob is still there).
+func (s *Store) fillHeaders(hs []blobHeader) {
+	go func() {
+		// Close lets queued writes finish; after it, write fails at once.
+		err := s.write(context.Background(), func(w *wtx) error {
+			for _, h := range hs {
+				if _, err := w.exec(`INSERT OR IGNORE INTO blob_headers (blob_id, header)
+					SELECT ?, ? WHERE EXISTS (SELECT 1 FROM blobs WHERE id = ?)`, h.id, h.header, h.id); err != nil {
+					return fmt.Errorf("store header of blob %d: %w", h.id, err)
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errClosed) {
+			s.log.Warn("storing message headers for FETCH", "err", err)
+		}
+	}()
 }
 
 // fetchLiteCap is the capacity a chunk's slices start with (imapd asks
 // for 256 messages at a time).
 const fetchLiteCap = 256
 
+// What fetchLite reads beside the metadata.
+const (
+	liteEnvelope = iota // blob_fetch.envelope
+	liteHeader          // blob_headers.header
+)
+
 // fetchLite returns the metadata (without Parsed) and the content
 // addresses of the mailbox's messages in uids, in UID order, with one
-// query on mail and blob_fetch, and calls row for each message kept with
-// its index, header size and compact envelope (valid only during the
-// call; empty unless withEnv; nil when the blob has no blob_fetch row:
-// the caller then reads the stored parse, and the size and address come
-// from blobs).
-func fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDSet, withEnv bool,
-	row func(i int, m *store.MessageMeta, sha string, headerSize int64, env []byte) error) ([]store.MessageMeta, []string, error) {
+// query on mail, blob_fetch and (liteHeader) blob_headers, and calls row
+// for each message kept with its index, whether it has a blob_fetch row
+// (if not — none are expected — the caller reads the stored parse, and
+// the size and address come from blobs), its header size and the
+// envelope or header (valid only during the call; nil when missing).
+func fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDSet, what int,
+	row func(i int, m *store.MessageMeta, ok bool, headerSize int64, data []byte) error) ([]store.MessageMeta, []string, error) {
 	cond, args := uidSetSQL("mail.uid", uids)
-	cols := liteCols + ", x''" // the driver copies a blob: none when not needed
-	if withEnv {
-		cols = liteCols + ", f.envelope"
+	q := "SELECT " + liteCols + ", f.envelope FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id"
+	if what == liteHeader {
+		q = "SELECT " + liteCols + ", h.header FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id" +
+			" LEFT JOIN blob_headers h ON h.blob_id = mail.blob_id"
 	}
-	q := "SELECT " + cols + " FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id WHERE mail.mailbox_id = ? AND " +
-		cond + " ORDER BY mail.uid"
+	q += " WHERE mail.mailbox_id = ? AND " + cond + " ORDER BY mail.uid"
 	rows, err := tx.QueryContext(ctx, q, append([]any{mailboxID}, args...)...)
 	if err != nil {
 		return nil, nil, err
@@ -173,12 +231,12 @@ func fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDS
 		size   sql.NullInt64
 		sha    sql.NullString
 		hs     sql.NullInt64
-		env    sql.RawBytes
+		data   sql.RawBytes
 		noSize []int
 	)
 	for rows.Next() {
 		m := store.MessageMeta{MailboxID: mailboxID}
-		if err := rows.Scan(&m.UID, &m.ModSeq, &m.Flags, &kws, &idate, &m.BlobID, &size, &sha, &hs, &env); err != nil {
+		if err := rows.Scan(&m.UID, &m.ModSeq, &m.Flags, &kws, &idate, &m.BlobID, &size, &sha, &hs, &data); err != nil {
 			return nil, nil, err
 		}
 		if !inSet(uids, m.UID) {
@@ -189,18 +247,12 @@ func fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDS
 		}
 		m.InternalDate = time.Unix(idate, 0)
 		m.Size = size.Int64
-		var e []byte
-		if size.Valid {
-			e = env
-			if e == nil {
-				e = []byte{}
-			}
-		} else {
+		if !size.Valid {
 			noSize = append(noSize, len(metas))
 		}
 		metas = append(metas, m)
 		shas = append(shas, sha.String)
-		if err := row(len(metas)-1, &metas[len(metas)-1], sha.String, hs.Int64, e); err != nil {
+		if err := row(len(metas)-1, &metas[len(metas)-1], size.Valid, hs.Int64, data); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -159,6 +159,21 @@ func testFetchLite(t *testing.T, migrate bool) {
 			t.Errorf("uid %d: header %q, want %q", m.UID, headers[i], want)
 		}
 	}
+	// Every header is in blob_headers: written at delivery, or after a
+	// migration by the first FetchHeaders, in the background.
+	var want, have int
+	for range 100 {
+		if err := s.rdb.QueryRow("SELECT (SELECT count(*) FROM blob_fetch WHERE header_size > 0), (SELECT count(*) FROM blob_headers)").Scan(&want, &have); err != nil {
+			t.Fatal(err)
+		}
+		if have == want {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if have != want || want == 0 {
+		t.Fatalf("blob_headers holds %d headers, want %d", have, want)
+	}
 	// Again: the same answers.
 	envs2, err := s.FetchEnvelopes(ctx, mb.ID, nil)
 	if err != nil {

@@ -236,6 +236,23 @@ INSERT INTO blob_addrs (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr)
 
 ALTER TABLE mailboxes ADD COLUMN expunged_floor INTEGER NOT NULL DEFAULT 0;
 `,
+	// 6: the header of every message (the bytes before its body) in the
+	// database, so that FETCH BODY.PEEK[HEADER] of a mailbox reads B-tree
+	// pages instead of opening every message file (fetch_lite.go). Written
+	// with the blob (deliver.go); blobs older than this step get theirs
+	// when their headers are first fetched. Deleted with the blob.
+	`
+CREATE TABLE blob_headers (
+	blob_id INTEGER PRIMARY KEY, -- blobs.id
+	header  BLOB NOT NULL
+);
+DROP TRIGGER blobs_delete_narrow;
+CREATE TRIGGER blobs_delete_narrow AFTER DELETE ON blobs BEGIN
+	DELETE FROM blob_fetch WHERE blob_id = OLD.id;
+	DELETE FROM blob_addrs WHERE blob_id = OLD.id;
+	DELETE FROM blob_headers WHERE blob_id = OLD.id;
+END;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty
