@@ -27,6 +27,7 @@
 //	                                         IMAP FETCH (compact envelope)
 //	blob_addrs (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr)
 //	                                         per blob, lower-cased, for SEARCH
+//	blob_headers (blob_id, header)           per blob, for FETCH BODY[HEADER]
 //	mail       (mailbox_id, uid, modseq, flags, keywords, internal_date,
 //	            blob_id)                     primary key (mailbox_id, uid)
 //	expunged   (mailbox_id, uid, modseq)     tombstones for Changes / QRESYNC
