@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"pimail/internal/message"
 	"pimail/internal/store"
@@ -32,7 +35,7 @@ func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 		missing map[int64][]int // blob id → indexes in metas
 		parsed  []message.Parsed
 	)
-	metas, _, err := fetchLite(ctx, tx, mailboxID, uids, liteEnvelope, func(i int, m *store.MessageMeta, ok bool, _ int64, env []byte) error {
+	metas, _, err := s.fetchLite(ctx, tx, mailboxID, uids, liteEnvelope, func(i int, m *store.MessageMeta, ok bool, _ int64, env []byte) error {
 		if parsed == nil {
 			parsed = make([]message.Parsed, 0, fetchLiteCap)
 		}
@@ -93,7 +96,7 @@ func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UI
 		sizes   []int64 // header sizes of those from files; -1 unknown
 		missing map[int64][]int
 	)
-	metas, shas, err := fetchLite(ctx, tx, mailboxID, uids, liteHeader, func(i int, m *store.MessageMeta, ok bool, hs int64, hdr []byte) error {
+	metas, shas, err := s.fetchLite(ctx, tx, mailboxID, uids, liteHeader, func(i int, m *store.MessageMeta, ok bool, hs int64, hdr []byte) error {
 		if buf == nil {
 			buf = make([]byte, 0, 2048*fetchLiteCap)
 			ends = make([]int, 0, fetchLiteCap)
@@ -209,7 +212,7 @@ const (
 // (if not — none are expected — the caller reads the stored parse, and
 // the size and address come from blobs), its header size and the
 // envelope or header (valid only during the call; nil when missing).
-func fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDSet, what int,
+func (s *Store) fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDSet, what int,
 	row func(i int, m *store.MessageMeta, ok bool, headerSize int64, data []byte) error) ([]store.MessageMeta, []string, error) {
 	cond, args := uidSetSQL("mail.uid", uids)
 	q := "SELECT " + liteCols + ", f.envelope FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id"
@@ -218,7 +221,15 @@ func fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDS
 			" LEFT JOIN blob_headers h ON h.blob_id = mail.blob_id"
 	}
 	q += " WHERE mail.mailbox_id = ? AND " + cond + " ORDER BY mail.uid"
-	rows, err := tx.QueryContext(ctx, q, append([]any{mailboxID}, args...)...)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if st := s.liteStmt(ctx, q, len(uids)); st != nil {
+		rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, append([]any{mailboxID}, args...)...)
+	} else {
+		rows, err = tx.QueryContext(ctx, q, append([]any{mailboxID}, args...)...)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -306,4 +317,48 @@ func eachParse(ctx context.Context, tx *sql.Tx, q string, args []any, missing ma
 		}
 	}
 	return rows.Err()
+}
+
+// liteStmts keeps the fetchLite queries of one store prepared: a FETCH
+// of a whole mailbox runs the same query once per chunk of 256 messages,
+// and database/sql keeps a statement prepared on every pooled connection
+// that ran it, so only the first chunks pay for SQLite's parser.
+type liteStmts struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// liteStmtCache maps a store (weakly, as stmtCache in page.go) to them.
+var liteStmtCache sync.Map // weak.Pointer[Store] → *liteStmts
+
+// liteStmt returns q prepared, for UID sets of one range (the query text
+// of other sets varies with the set: those run unprepared), or nil.
+func (s *Store) liteStmt(ctx context.Context, q string, ranges int) *sql.Stmt {
+	if ranges != 1 {
+		return nil
+	}
+	key := weak.Make(s)
+	v, ok := liteStmtCache.Load(key)
+	if !ok {
+		var loaded bool
+		v, loaded = liteStmtCache.LoadOrStore(key, &liteStmts{m: map[string]*sql.Stmt{}})
+		if !loaded {
+			runtime.AddCleanup(s, func(k weak.Pointer[Store]) { liteStmtCache.Delete(k) }, key)
+		}
+	}
+	ls := v.(*liteStmts)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if st, ok := ls.m[q]; ok {
+		return st
+	}
+	if len(ls.m) >= 8 {
+		return nil
+	}
+	st, err := s.rdb.PrepareContext(ctx, q)
+	if err != nil {
+		return nil // run unprepared; the error shows there
+	}
+	ls.m[q] = st
+	return st
 }
