@@ -13,6 +13,7 @@ import (
 
 	"pimail/internal/auth"
 	"pimail/internal/metrics"
+	"pimail/internal/store"
 )
 
 // plainAuthAllowed is the project's rule for sending passwords: over TLS,
@@ -54,7 +55,7 @@ func (s *session) capabilities() []string {
 	caps := []string{"TOP", "UIDL", "RESP-CODES", "AUTH-RESP-CODE", "PIPELINING"}
 	if s.state == stateAuthorization {
 		if s.authAllowed() {
-			caps = append(caps, "USER", "SASL PLAIN")
+			caps = append(caps, "USER", "SASL "+strings.Join(s.mechanisms(), " "))
 		}
 		if s.srv.cfg.TLS != nil && !s.tls {
 			caps = append(caps, "STLS")
@@ -126,53 +127,153 @@ func cmdPass(s *session, arg string) error {
 	return nil
 }
 
-// cmdAuth implements AUTH (RFC 5034 §4) with the PLAIN mechanism (RFC
-// 4616), with or without an initial response. "AUTH" alone lists the
-// mechanisms, as clients written for RFC 1734 expect.
+// scramStarter is the SCRAM side of the Authenticator
+// (*auth.Authenticator implements it).
+type scramStarter interface {
+	NewSCRAM(remoteIP string) (*auth.SCRAM, error)
+}
+
+// mechanisms lists the SASL mechanisms offered (only where passwords may
+// be sent: SCRAM is offered under the same rule as PLAIN).
+func (s *session) mechanisms() []string {
+	if _, ok := s.srv.authn.(scramStarter); ok {
+		return []string{auth.MechSCRAMSHA256, "PLAIN"}
+	}
+	return []string{"PLAIN"}
+}
+
+// errCancelled is returned by saslExchange when the client answered a
+// challenge with "*" (RFC 5034 §4); the reply has been queued.
+var errCancelled = errors.New("authentication cancelled")
+
+// saslExchange sends one challenge ("+ " and the base64 data, RFC 5034
+// §4) and returns the client's decoded response. On a cancel, bad base64
+// or an over-long line it queues the -ERR reply and returns errCancelled;
+// other errors are connection errors.
+func (s *session) saslExchange(challenge []byte) ([]byte, error) {
+	s.reply("+ " + base64.StdEncoding.EncodeToString(challenge))
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
+	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
+	line, err := s.r.readLine()
+	if errors.Is(err, errLineTooLong) {
+		if err := s.invalid("-ERR authentication response too long"); err != nil {
+			return nil, err
+		}
+		return nil, errCancelled
+	}
+	if err != nil {
+		return nil, err
+	}
+	if line == "*" {
+		s.reply("-ERR authentication cancelled")
+		return nil, errCancelled
+	}
+	raw, err := base64.StdEncoding.DecodeString(line)
+	if err != nil {
+		if err := s.invalid("-ERR invalid base64 in authentication response"); err != nil {
+			return nil, err
+		}
+		return nil, errCancelled
+	}
+	return raw, nil
+}
+
+// authSCRAM runs the rest of a SCRAM-SHA-256 exchange (RFC 5802 §5, RFC
+// 7677) whose client-first message came with AUTH or as the answer to
+// its empty challenge; internal/auth checks the proof over the stored
+// keys, counts and logs failures. The +OK of AUTH carries no SASL data
+// (RFC 5034 §4, §6), so the server-final message goes out as one more
+// challenge, which the client answers with an empty line (RFC 4422 §3.6,
+// §4: additional data with success in a protocol without it).
+func (s *session) authSCRAM(clientFirst []byte) error {
+	st, ok := s.srv.authn.(scramStarter)
+	if !ok {
+		return s.invalid("-ERR unrecognized authentication type")
+	}
+	sc, err := st.NewSCRAM(s.remoteIP)
+	if err != nil {
+		s.authFailed("", err)
+		return nil
+	}
+	msg := clientFirst
+	for {
+		out, done, err := sc.Next(s.ctx, msg)
+		if err != nil {
+			s.authFailed(sc.User(), err)
+			return nil
+		}
+		resp, err := s.saslExchange(out)
+		if errors.Is(err, errCancelled) {
+			sc.Abort()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !done {
+			msg = resp
+			continue
+		}
+		if len(resp) != 0 {
+			sc.Abort()
+			s.failed++
+			return s.invalid("-ERR [AUTH] expected an empty response to the server's final message")
+		}
+		acct, _ := sc.Account()
+		s.enter(acct)
+		return nil
+	}
+}
+
+// cmdAuth implements AUTH (RFC 5034 §4) with the mechanisms PLAIN (RFC
+// 4616) and SCRAM-SHA-256 (RFC 5802, RFC 7677), with or without an
+// initial response. "AUTH" alone lists the mechanisms, as clients written
+// for RFC 1734 expect.
 func cmdAuth(s *session, arg string) error {
 	if arg == "" {
 		s.reply("+OK supported mechanisms follow")
 		if s.authAllowed() {
-			s.reply("PLAIN")
+			for _, m := range s.mechanisms() {
+				s.reply(m)
+			}
 		}
 		s.reply(".")
 		return nil
 	}
 	mech, initial, hasInitial := strings.Cut(arg, " ")
-	if !strings.EqualFold(mech, "PLAIN") {
+	scramMech := strings.EqualFold(mech, auth.MechSCRAMSHA256)
+	if !strings.EqualFold(mech, "PLAIN") && !scramMech {
 		return s.invalid("-ERR unrecognized authentication type")
 	}
 	if !s.authAllowed() {
 		return s.invalid(msgPrivacy)
 	}
 	s.user = ""
-	resp := initial
+	var raw []byte
 	switch {
 	case hasInitial && initial == "=":
-		resp = "" // RFC 5034 §4: "=" is an empty initial response
-	case !hasInitial:
-		// RFC 5034 §4: an empty challenge, then the client's response.
-		s.reply("+ ")
-		if err := s.flush(); err != nil {
-			return err
+		raw = []byte{} // RFC 5034 §4: "=" is an empty initial response
+	case hasInitial:
+		r, err := base64.StdEncoding.DecodeString(initial)
+		if err != nil {
+			return s.invalid("-ERR invalid base64 in authentication response")
 		}
-		_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
-		line, err := s.r.readLine()
-		if errors.Is(err, errLineTooLong) {
-			return s.invalid("-ERR authentication response too long")
+		raw = r
+	default:
+		// RFC 5034 §4: an empty challenge, then the client's response.
+		r, err := s.saslExchange(nil)
+		if errors.Is(err, errCancelled) {
+			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if line == "*" {
-			s.reply("-ERR authentication cancelled")
-			return nil
-		}
-		resp = line
+		raw = r
 	}
-	raw, err := base64.StdEncoding.DecodeString(resp)
-	if err != nil {
-		return s.invalid("-ERR invalid base64 in authentication response")
+	if scramMech {
+		return s.authSCRAM(raw)
 	}
 	// RFC 4616 §2: [authzid] NUL authcid NUL passwd.
 	parts := bytes.Split(raw, []byte{0})
@@ -200,22 +301,35 @@ func (s *session) login(user, pass string) {
 	}
 	acct, err := s.srv.authn.Authenticate(s.ctx, user, pass, s.remoteIP)
 	if err != nil {
-		s.failed++
-		s.log.Info("pop3 authentication failed", "user", user, "err", err)
-		metrics.AuthFailures.With(metrics.ProtoPOP3).Inc()
-		switch {
-		case errors.Is(err, auth.ErrRateLimited):
-			// Temporary: a later attempt may succeed (RFC 3206 §4).
-			s.reply("-ERR [SYS/TEMP] too many failed logins, try again later")
-		case errors.Is(err, auth.ErrInvalidCredentials):
-			s.reply("-ERR [AUTH] authentication failed")
-		default:
-			// The store or the server failed, not the credentials.
-			s.internalError()
-			s.reply("-ERR [SYS/TEMP] authentication is temporarily unavailable")
-		}
+		s.authFailed(user, err)
 		return
 	}
+	s.enter(acct)
+}
+
+// authFailed counts a failed login and queues the reply for err (from
+// internal/auth, which logged the failure at warn level).
+func (s *session) authFailed(user string, err error) {
+	s.failed++
+	s.log.Info("pop3 authentication failed", "user", user, "err", err)
+	metrics.AuthFailures.With(metrics.ProtoPOP3).Inc()
+	switch {
+	case errors.Is(err, auth.ErrRateLimited):
+		// Temporary: a later attempt may succeed (RFC 3206 §4).
+		s.reply("-ERR [SYS/TEMP] too many failed logins, try again later")
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		s.reply("-ERR [AUTH] authentication failed")
+	default:
+		// The store or the server failed, not the credentials.
+		s.internalError()
+		s.reply("-ERR [SYS/TEMP] authentication is temporarily unavailable")
+	}
+}
+
+// enter locks the maildrop of an authenticated account and takes its
+// snapshot, entering the TRANSACTION state (RFC 1939 §4). It queues the
+// response.
+func (s *session) enter(acct store.Account) {
 	// RFC 2449 §8.1.1: [IN-USE] when another session holds the maildrop.
 	if !s.srv.locks.acquire(acct.ID) {
 		s.log.Info("pop3 maildrop in use", "account", acct.Address)
