@@ -35,7 +35,7 @@ func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 		missing map[int64][]int // blob id → indexes in metas
 		parsed  []message.Parsed
 	)
-	metas, _, err := s.fetchLite(ctx, tx, mailboxID, uids, liteEnvelope, func(i int, m *store.MessageMeta, ok bool, _ int64, env []byte) error {
+	metas, err := s.fetchLite(ctx, tx, mailboxID, uids, liteEnvelope, func(i int, m *store.MessageMeta, ok bool, env []byte) error {
 		if parsed == nil {
 			parsed = make([]message.Parsed, 0, fetchLiteCap)
 		}
@@ -91,35 +91,45 @@ func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UI
 	}
 	defer tx.Rollback()
 	var (
-		buf     []byte
-		ends    []int   // end of header i in buf; -1: read from the file
-		sizes   []int64 // header sizes of those from files; -1 unknown
-		missing map[int64][]int
+		buf      []byte
+		ends     []int // end of header i in buf; -1: read from the file
+		fromFile []int // indexes of the headers read from files
+		missing  map[int64][]int
 	)
-	metas, shas, err := s.fetchLite(ctx, tx, mailboxID, uids, liteHeader, func(i int, m *store.MessageMeta, ok bool, hs int64, hdr []byte) error {
+	metas, err = s.fetchLite(ctx, tx, mailboxID, uids, liteHeader, func(i int, m *store.MessageMeta, ok bool, hdr []byte) error {
 		if buf == nil {
 			buf = make([]byte, 0, 2048*fetchLiteCap)
 			ends = make([]int, 0, fetchLiteCap)
-			sizes = make([]int64, 0, fetchLiteCap)
 		}
-		if hdr != nil || (ok && hs == 0) { // an empty header may read as NULL
+		if hdr != nil {
 			buf = append(buf, hdr...)
 			ends = append(ends, len(buf))
-			sizes = append(sizes, int64(len(hdr)))
 			return nil
 		}
 		ends = append(ends, -1)
-		sizes = append(sizes, hs)
-		if !ok {
-			if missing == nil {
-				missing = map[int64][]int{}
-			}
-			missing[m.BlobID] = append(missing[m.BlobID], i)
-		}
+		fromFile = append(fromFile, i)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlite store: fetch headers: %w", err)
+	}
+	// The messages without a stored header: their file and header size.
+	shas := make(map[int]string, len(fromFile))
+	sizes := make(map[int]int64, len(fromFile)) // -1: no stored structure
+	for _, i := range fromFile {
+		var sha string
+		var hs sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT b.sha256, f.header_size FROM blobs b LEFT JOIN blob_fetch f ON f.blob_id = b.id WHERE b.id = ?",
+			metas[i].BlobID).Scan(&sha, &hs); err != nil {
+			return nil, nil, fmt.Errorf("sqlite store: fetch headers: blob %d: %w", metas[i].BlobID, err)
+		}
+		shas[i], sizes[i] = sha, hs.Int64
+		if !hs.Valid {
+			if missing == nil {
+				missing = map[int64][]int{}
+			}
+			missing[metas[i].BlobID] = append(missing[metas[i].BlobID], i)
+		}
 	}
 	err = storedParses(ctx, tx, missing, func(is []int, pj []byte) error {
 		n, err := decodeBodyStart(pj)
@@ -145,6 +155,10 @@ func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UI
 			continue
 		}
 		n := sizes[i]
+		if n == 0 {
+			headers[i] = []byte{} // no header at all
+			continue
+		}
 		whole := n < 0
 		if whole {
 			n = metas[i].Size // no stored structure: cut the header out below
@@ -205,15 +219,16 @@ const (
 	liteHeader          // blob_headers.header
 )
 
-// fetchLite returns the metadata (without Parsed) and the content
-// addresses of the mailbox's messages in uids, in UID order, with one
-// query on mail, blob_fetch and (liteHeader) blob_headers, and calls row
-// for each message kept with its index, whether it has a blob_fetch row
-// (if not — none are expected — the caller reads the stored parse, and
-// the size and address come from blobs), its header size and the
-// envelope or header (valid only during the call; nil when missing).
+// fetchLite returns the metadata (without Parsed) of the mailbox's
+// messages in uids, in UID order, with one query on mail, blob_fetch and
+// (liteHeader) blob_headers, and calls row for each message kept with its
+// index, whether it has a blob_fetch row (if not — none are expected —
+// the caller reads the stored parse, and the size comes from blobs) and
+// the envelope or header (valid only during the call; nil when missing;
+// an empty header may read as nil too). Eight columns: each costs the
+// driver a few locked calls per row.
 func (s *Store) fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids store.UIDSet, what int,
-	row func(i int, m *store.MessageMeta, ok bool, headerSize int64, data []byte) error) ([]store.MessageMeta, []string, error) {
+	row func(i int, m *store.MessageMeta, ok bool, data []byte) error) ([]store.MessageMeta, error) {
 	cond, args := uidSetSQL("mail.uid", uids)
 	q := "SELECT " + liteCols + ", f.envelope FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id"
 	if what == liteHeader {
@@ -231,24 +246,21 @@ func (s *Store) fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids
 		rows, err = tx.QueryContext(ctx, q, append([]any{mailboxID}, args...)...)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
 	var (
 		metas  = make([]store.MessageMeta, 0, fetchLiteCap)
-		shas   = make([]string, 0, fetchLiteCap)
 		kws    sql.RawBytes
 		idate  int64
 		size   sql.NullInt64
-		sha    sql.NullString
-		hs     sql.NullInt64
 		data   sql.RawBytes
 		noSize []int
 	)
 	for rows.Next() {
 		m := store.MessageMeta{MailboxID: mailboxID}
-		if err := rows.Scan(&m.UID, &m.ModSeq, &m.Flags, &kws, &idate, &m.BlobID, &size, &sha, &hs, &data); err != nil {
-			return nil, nil, err
+		if err := rows.Scan(&m.UID, &m.ModSeq, &m.Flags, &kws, &idate, &m.BlobID, &size, &data); err != nil {
+			return nil, err
 		}
 		if !inSet(uids, m.UID) {
 			continue
@@ -262,24 +274,23 @@ func (s *Store) fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids
 			noSize = append(noSize, len(metas))
 		}
 		metas = append(metas, m)
-		shas = append(shas, sha.String)
-		if err := row(len(metas)-1, &metas[len(metas)-1], size.Valid, hs.Int64, data); err != nil {
-			return nil, nil, err
+		if err := row(len(metas)-1, &metas[len(metas)-1], size.Valid, data); err != nil {
+			return nil, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	rows.Close()
 	for _, i := range noSize {
-		if err := tx.QueryRowContext(ctx, "SELECT size, sha256 FROM blobs WHERE id = ?", metas[i].BlobID).Scan(&metas[i].Size, &shas[i]); err != nil {
-			return nil, nil, fmt.Errorf("blob %d: %w", metas[i].BlobID, err)
+		if err := tx.QueryRowContext(ctx, "SELECT size FROM blobs WHERE id = ?", metas[i].BlobID).Scan(&metas[i].Size); err != nil {
+			return nil, fmt.Errorf("blob %d: %w", metas[i].BlobID, err)
 		}
 	}
-	return metas, shas, nil
+	return metas, nil
 }
 
-const liteCols = "mail.uid, mail.modseq, mail.flags, mail.keywords, mail.internal_date, mail.blob_id, f.size, f.sha256, f.header_size"
+const liteCols = "mail.uid, mail.modseq, mail.flags, mail.keywords, mail.internal_date, mail.blob_id, f.size"
 
 // storedParses reads the stored parse (JSON) of the blobs in missing and
 // calls fn with the indexes mapped to each and the JSON, valid only
