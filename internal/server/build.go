@@ -46,6 +46,7 @@ type parts struct {
 	http, https *webServer
 	dlog        *deliverylog.Logger
 	junk        *spam.JunkLearner // nil without the spam filter
+	reputation  *spam.Reputation  // nil without the spam filter
 }
 
 // close stops the servers first, so nothing new reaches the queue, then
@@ -63,6 +64,9 @@ func (p *parts) close() {
 	if p.junk != nil {
 		p.junk.Close()
 	}
+	if p.reputation != nil {
+		p.reputation.Close()
+	}
 	p.dlog.Close()
 }
 
@@ -78,6 +82,12 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		return nil, err
 	}
 	p := &parts{dlog: deliverylog.New(st, logger, deliverylog.Options{})}
+	if filters.Spam != nil {
+		// Sender reputation from each account's own mail (Sent, Junk,
+		// kept mail), read in the background from the store.
+		p.reputation = spam.NewReputation(st, spam.ReputationConfig{Logger: logger.With("component", "spam")})
+		filters.Spam.SetReputation(p.reputation)
+	}
 	pipe := delivery.New(st, dir, logger).WithFilters(filters).WithDeliveryLog(p.dlog).
 		WithQuotaPermanent(cfg.Quota.PermanentRefusal)
 	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})

@@ -156,9 +156,12 @@ type Result struct {
 	Elapsed  time.Duration
 }
 
-// ReputationSource is the extension point for sender reputation from a
-// recipient's own history (replies sent, messages moved out of Junk). It is
-// not implemented yet; a nil source adds nothing.
+// ReputationSource is sender reputation from a recipient's own history:
+// Reputation (reputation.go) reads it from the store (people the user
+// wrote to or keeps mail from are trusted, senders whose mail is in Junk
+// are not). The filter asks it about the From address and the envelope
+// sender and gives trusting (negative) points only to an authenticated
+// one (see reputationHit); a nil source adds nothing.
 type ReputationSource interface {
 	// Reputation returns points (negative for a trusted sender) and a
 	// reason name, or ok false when the account has no opinion.
@@ -225,9 +228,10 @@ func (f *Filter) Check(ctx context.Context, in Input) (Result, error) {
 		}
 		v := f.verdict(ruleHits, toks, toks.hashes, base, acct)
 		if f.reputation != nil {
-			if pts, reason, ok := f.reputation.Reputation(ctx, id, in.MailFrom); ok && pts != 0 {
-				v.Hits = append(v.Hits, Hit{reason, pts})
-				v.Score += pts
+			if h, ok := reputationHit(ctx, f.reputation, id, &in, a); ok {
+				v.Hits = append(v.Hits, h)
+				sort.SliceStable(v.Hits, func(i, j int) bool { return math.Abs(v.Hits[i].Score) > math.Abs(v.Hits[j].Score) })
+				v.Score = math.Round((v.Score+h.Score)*100) / 100
 				v.Action = f.action(v.Score)
 			}
 		}
