@@ -17,7 +17,8 @@ func (s *session) capabilities() string {
 			caps = append(caps, "STARTTLS")
 		}
 		if s.authAllowed() {
-			caps = append(caps, "AUTH=PLAIN", "SASL-IR")
+			caps = append(caps, s.authMechanisms()...) // cmd_auth.go
+			caps = append(caps, "SASL-IR")
 		} else {
 			caps = append(caps, "LOGINDISABLED")
 		}

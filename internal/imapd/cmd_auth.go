@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"pimail/internal/auth"
 	"pimail/internal/imapwire"
 	"pimail/internal/metrics"
+	"pimail/internal/store"
 )
 
 // cmdStartTLS implements STARTTLS (RFC 9051 §6.2.1).
@@ -66,45 +68,94 @@ func cmdLogin(s *session, cmd *command) (string, string, error) {
 	return s.login(user, pass)
 }
 
-// cmdAuthenticate implements AUTHENTICATE PLAIN (RFC 9051 §6.2.2, RFC 4616)
-// with an optional initial response (SASL-IR, RFC 4959).
+// scramStarter is the SCRAM side of the Authenticator
+// (*auth.Authenticator implements it).
+type scramStarter interface {
+	NewSCRAM(remoteIP string) (*auth.SCRAM, error)
+}
+
+// authMechanisms lists the SASL mechanisms offered for AUTH= (RFC 9051
+// §6.1.1); SCRAM only where the Authenticator can run it. Both are
+// offered only where passwords may be sent (authAllowed).
+func (s *session) authMechanisms() []string {
+	if _, ok := s.srv.authn.(scramStarter); ok {
+		return []string{"AUTH=" + auth.MechSCRAMSHA256, "AUTH=PLAIN"}
+	}
+	return []string{"AUTH=PLAIN"}
+}
+
+// errSASLCancelled: the client answered a challenge with "*" (RFC 9051
+// §6.2.2); the command fails with BAD.
+var errSASLCancelled = errors.New("authentication cancelled")
+
+// saslExchange sends one server challenge as a continuation request ("+ "
+// and base64, RFC 9051 §6.2.2) and returns the client's decoded response.
+// It returns errSASLCancelled for "*", a *cmdError (BAD) for invalid
+// base64, other errors for the connection.
+func (s *session) saslExchange(challenge []byte) ([]byte, error) {
+	s.w.Raw("+ " + base64.StdEncoding.EncodeToString(challenge)).CRLF()
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
+	line, err := s.r.ReadLine()
+	if err != nil {
+		return nil, fmt.Errorf("reading SASL response: %w", err)
+	}
+	if line == "*" {
+		return nil, errSASLCancelled
+	}
+	if line == "=" {
+		// The empty initial response of RFC 4959 §3; some clients
+		// (go-imap) also send it for an empty continuation response.
+		return []byte{}, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(line)
+	if err != nil {
+		return nil, bad("invalid base64 in SASL response")
+	}
+	return raw, nil
+}
+
+// cmdAuthenticate implements AUTHENTICATE (RFC 9051 §6.2.2) with the
+// mechanisms PLAIN (RFC 4616) and SCRAM-SHA-256 (RFC 5802, RFC 7677), with
+// an optional initial response (SASL-IR, RFC 4959).
 func cmdAuthenticate(s *session, cmd *command) (string, string, error) {
 	if len(cmd.args) < 1 || len(cmd.args) > 2 || cmd.args[0].Kind != imapwire.KindAtom {
 		return "", "", bad("AUTHENTICATE needs a mechanism")
 	}
-	if upperASCII(cmd.args[0].Str) != "PLAIN" {
+	mech := upperASCII(cmd.args[0].Str)
+	_, canSCRAM := s.srv.authn.(scramStarter)
+	if mech != "PLAIN" && (mech != auth.MechSCRAMSHA256 || !canSCRAM) {
 		return "", "", no("CANNOT", "unsupported SASL mechanism")
 	}
 	if !s.authAllowed() {
 		return "", "", no("PRIVACYREQUIRED", "authentication is disabled without TLS")
 	}
-	var resp string
+	var raw []byte
 	if len(cmd.args) == 2 {
 		r, ok := cmd.args[1].AString()
 		if !ok {
 			return "", "", bad("invalid initial response")
 		}
-		resp = r
-		if resp == "=" { // RFC 4959 §3: empty initial response
-			resp = ""
+		if r != "=" { // RFC 4959 §3: "=" is an empty initial response
+			b, err := base64.StdEncoding.DecodeString(r)
+			if err != nil {
+				return "", "", bad("invalid base64 in SASL response")
+			}
+			raw = b
 		}
 	} else {
-		s.w.Raw("+ ").CRLF()
-		if err := s.flush(); err != nil {
-			return "", "", err
-		}
-		line, err := s.r.ReadLine()
-		if err != nil {
-			return "", "", fmt.Errorf("reading SASL response: %w", err)
-		}
-		if line == "*" {
+		r, err := s.saslExchange(nil)
+		if errors.Is(err, errSASLCancelled) {
 			return "", "", bad("authentication cancelled")
 		}
-		resp = line
+		if err != nil {
+			return "", "", err
+		}
+		raw = r
 	}
-	raw, err := base64.StdEncoding.DecodeString(resp)
-	if err != nil {
-		return "", "", bad("invalid base64 in SASL response")
+	if mech == auth.MechSCRAMSHA256 {
+		return s.authSCRAM(raw)
 	}
 	// RFC 4616 §2: [authzid] NUL authcid NUL passwd.
 	parts := bytes.Split(raw, []byte{0})
@@ -120,6 +171,49 @@ func cmdAuthenticate(s *session, cmd *command) (string, string, error) {
 	return s.login(user, pass)
 }
 
+// authSCRAM runs the rest of a SCRAM-SHA-256 exchange (RFC 5802 §5, RFC
+// 7677) whose client-first message came as the initial response or the
+// answer to the first empty challenge; internal/auth checks the proof
+// over the stored keys, counts and logs failures like failed passwords.
+// The tagged OK carries no SASL data in IMAP (RFC 9051 §6.2.2: the
+// exchange is challenges and responses, then the tagged result), so the
+// server-final message is sent as a last challenge which the client
+// answers with an empty line (RFC 4422 §3.6, §4 on additional data with
+// success).
+func (s *session) authSCRAM(clientFirst []byte) (string, string, error) {
+	st, _ := s.srv.authn.(scramStarter)
+	sc, err := st.NewSCRAM(s.remoteIP)
+	if err != nil {
+		return s.authFailed("", err)
+	}
+	msg := clientFirst
+	for {
+		out, done, err := sc.Next(s.ctx, msg)
+		if err != nil {
+			return s.authFailed(sc.User(), err)
+		}
+		resp, err := s.saslExchange(out)
+		if errors.Is(err, errSASLCancelled) {
+			sc.Abort()
+			return "", "", bad("authentication cancelled")
+		}
+		if err != nil {
+			sc.Abort()
+			return "", "", err
+		}
+		if !done {
+			msg = resp
+			continue
+		}
+		if len(resp) != 0 {
+			sc.Abort()
+			return "", "", bad("expected an empty response to the server's final message")
+		}
+		acct, _ := sc.Account()
+		return s.enter(acct)
+	}
+}
+
 // login checks credentials and moves to the authenticated state.
 func (s *session) login(user, pass string) (string, string, error) {
 	if s.srv.authn == nil {
@@ -127,11 +221,22 @@ func (s *session) login(user, pass string) (string, string, error) {
 	}
 	acct, err := s.srv.authn.Authenticate(s.ctx, user, pass, s.remoteIP)
 	if err != nil {
-		s.failed++
-		metrics.AuthFailures.With(metrics.ProtoIMAP).Inc()
-		s.log.Info("imap authentication failed", "user", user, "err", err)
-		return "", "", no("AUTHENTICATIONFAILED", "authentication failed")
+		return s.authFailed(user, err)
 	}
+	return s.enter(acct)
+}
+
+// authFailed counts a failed login (internal/auth logged it at warn
+// level) and returns the NO.
+func (s *session) authFailed(user string, err error) (string, string, error) {
+	s.failed++
+	metrics.AuthFailures.With(metrics.ProtoIMAP).Inc()
+	s.log.Info("imap authentication failed", "user", user, "err", err)
+	return "", "", no("AUTHENTICATIONFAILED", "authentication failed")
+}
+
+// enter moves an authenticated account to the authenticated state.
+func (s *session) enter(acct store.Account) (string, string, error) {
 	s.acct = acct
 	s.state = stateAuth
 	s.failed = 0
