@@ -170,6 +170,11 @@ func (s *session) saslExchange(challenge []byte) ([]byte, error) {
 		s.reply("-ERR authentication cancelled")
 		return nil, errCancelled
 	}
+	if line == "=" {
+		// "=" is the empty initial response (RFC 5034 §4); some clients
+		// send it for an empty response to a challenge too.
+		return []byte{}, nil
+	}
 	raw, err := base64.StdEncoding.DecodeString(line)
 	if err != nil {
 		if err := s.invalid("-ERR invalid base64 in authentication response"); err != nil {

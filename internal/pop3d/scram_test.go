@@ -132,12 +132,12 @@ func TestAuthSCRAM(t *testing.T) {
 		{"bob@example.org", testPassword, "no scram keys"},
 	} {
 		c := e.dial()
-		before := strings.Count(logs.String(), "authentication failed")
+		before := strings.Count(logs.String(), `msg="authentication failed"`)
 		if r := scramAuth(t, c, tc.user, tc.pass, false); !strings.HasPrefix(r, "-ERR [AUTH]") {
 			t.Errorf("%s/%s = %q", tc.user, tc.pass, r)
 		}
 		l := logs.String()
-		if strings.Count(l, "authentication failed") != before+1 || !strings.Contains(l, `user=`+tc.user+` reason="`+tc.reason+`"`) {
+		if strings.Count(l, `msg="authentication failed"`) != before+1 || !strings.Contains(l, `user=`+tc.user+` reason="`+tc.reason+`"`) {
 			t.Errorf("%s: failure not logged as %q:\n%s", tc.user, tc.reason, l)
 		}
 		// The session is still in AUTHORIZATION state.
