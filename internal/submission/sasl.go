@@ -3,14 +3,12 @@ package submission
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
-	"github.com/xdg-go/scram"
 
 	"pimail/internal/auth"
 	"pimail/internal/store"
@@ -20,13 +18,8 @@ import (
 const (
 	mechPlain       = "PLAIN"
 	mechLogin       = "LOGIN"
-	mechSCRAMSHA256 = "SCRAM-SHA-256"
+	mechSCRAMSHA256 = auth.MechSCRAMSHA256
 )
-
-// maxSCRAMFailures is how many failed SCRAM logins from one address within
-// the throttle window block further SCRAM attempts (internal/auth counts
-// password logins; SCRAM never reaches it).
-var maxSCRAMFailures = auth.DefaultLimits.MaxFailures
 
 var (
 	replyAuthFailed  = &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
@@ -80,20 +73,25 @@ func (s *session) Auth(mech string) (sasl.Server, error) {
 	return nil, replyNoMech
 }
 
-// checkPassword authenticates with internal/auth and, on failure, waits
-// the throttle's growing delay before the reply.
+// checkPassword authenticates with internal/auth.
 func (s *session) checkPassword(username, password string) error {
 	ctx, cancel := context.WithTimeout(s.srv.ctx, 30*time.Second)
 	defer cancel()
 	acct, err := s.srv.deps.Auth.Authenticate(ctx, username, password, s.remoteIP)
+	if err != nil {
+		return s.authError(err)
+	}
+	return s.authSucceeded(acct)
+}
+
+// authError turns a failure from internal/auth (which logged and counted
+// it) into the reply, after the throttle's growing delay.
+func (s *session) authError(err error) error {
 	switch {
-	case err == nil:
-		return s.authSucceeded(acct)
 	case errors.Is(err, auth.ErrRateLimited):
 		s.sleep(s.srv.throttle.fail(s.remoteIP, time.Now()))
 		return replyAuthLimited
 	case errors.Is(err, auth.ErrInvalidCredentials):
-		// internal/auth logged the failure.
 		s.sleep(s.srv.throttle.fail(s.remoteIP, time.Now()))
 		return replyAuthFailed
 	default:
@@ -161,76 +159,44 @@ func (l *loginServer) Next(resp []byte) ([]byte, bool, error) {
 	return nil, false, errors.New("unexpected LOGIN step")
 }
 
-// scramServer adapts xdg-go/scram's conversation to go-smtp's sasl.Server.
-// The server-final message (RFC 5802 §3) goes out as a 334 challenge, to
-// which the client answers with an empty line (RFC 4954 §4).
+// scramServer adapts internal/auth's SCRAM-SHA-256 exchange (shared with
+// IMAP and POP3) to go-smtp's sasl.Server. The server-final message (RFC
+// 5802 §3) goes out as a 334 challenge, to which the client answers with
+// an empty line (RFC 4954 §4).
 type scramServer struct {
-	s    *session
-	conv *scram.ServerConversation
-	user string
+	s     *session
+	sc    *auth.SCRAM
+	final bool // server-final sent
 }
 
 func (s *session) newSCRAM() (sasl.Server, error) {
-	if s.srv.throttle.failures(s.remoteIP, time.Now()) >= maxSCRAMFailures {
-		s.srv.log.Warn("authentication failed", "remote", s.remoteIP, "reason", "rate limited")
-		return nil, replyAuthLimited
-	}
-	ss := &scramServer{s: s}
-	srv, err := scram.SHA256.NewServer(func(user string) (scram.StoredCredentials, error) {
-		ss.user = user
-		ctx, cancel := context.WithTimeout(s.srv.ctx, 10*time.Second)
-		defer cancel()
-		c, err := s.srv.deps.Store.SCRAM(ctx, user)
-		if err != nil {
-			return scram.StoredCredentials{}, fmt.Errorf("scram credentials: %w", err)
-		}
-		return scram.StoredCredentials{
-			KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
-			StoredKey:  c.StoredKey,
-			ServerKey:  c.ServerKey,
-		}, nil
-	})
+	sc, err := s.srv.deps.Auth.NewSCRAM(s.remoteIP)
 	if err != nil {
-		return nil, fmt.Errorf("scram server: %w", err)
+		return nil, s.authError(err)
 	}
-	ss.conv = srv.NewConversation()
-	return ss, nil
+	return &scramServer{s: s, sc: sc}, nil
 }
 
 func (ss *scramServer) Next(resp []byte) ([]byte, bool, error) {
 	s := ss.s
-	if ss.conv.Done() {
-		// The client acknowledged server-final with an empty response.
-		if !ss.conv.Valid() {
-			return nil, false, s.authFailed(ss.user, "bad scram proof")
+	if ss.final {
+		// The client acknowledged server-final, with an empty response.
+		if len(resp) != 0 {
+			ss.sc.Abort()
+			return nil, false, replyAuthFailed
 		}
-		return nil, true, ss.finish()
+		acct, _ := ss.sc.Account()
+		return nil, true, s.authSucceeded(acct)
 	}
 	if resp == nil {
 		return []byte{}, false, nil // ask for client-first (no initial response)
 	}
-	challenge, err := ss.conv.Step(string(resp))
-	if err != nil {
-		reason := "bad scram proof"
-		if ss.user == "" {
-			reason = "malformed scram message"
-		}
-		if strings.Contains(challenge, "unknown-user") || strings.Contains(err.Error(), "scram credentials") {
-			reason = "unknown account or no scram keys"
-		}
-		return nil, false, s.authFailed(ss.user, reason)
-	}
-	return []byte(challenge), false, nil
-}
-
-// finish loads the account after a valid proof: disabled accounts fail.
-func (ss *scramServer) finish() error {
-	s := ss.s
 	ctx, cancel := context.WithTimeout(s.srv.ctx, 10*time.Second)
 	defer cancel()
-	acct, err := s.srv.deps.Store.Account(ctx, ss.conv.Username())
-	if err != nil || acct.Disabled {
-		return s.authFailed(ss.conv.Username(), "account disabled or removed")
+	out, done, err := ss.sc.Next(ctx, resp)
+	if err != nil {
+		return nil, false, s.authError(err)
 	}
-	return s.authSucceeded(acct)
+	ss.final = done
+	return out, false, nil
 }
