@@ -165,20 +165,26 @@ func init() {
 	// blob_fetch and blob_addrs from the stored parse of existing blobs.
 	//
 	// pimail_envelope(parsed): the compact envelope of a stored
-	// message.Parsed (JSON).
+	// message.Parsed (JSON), NULL if it cannot be decoded (the migration
+	// then leaves the blob without a blob_fetch row: FETCH reads its
+	// stored parse as before, rather than the upgrade failing).
 	sqlite.MustRegisterDeterministicScalarFunction("pimail_envelope", 1,
 		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 			env, err := decodeEnvelope(sqlBytes(args[0]))
 			if err != nil {
-				return nil, err
+				return nil, nil
 			}
 			return encodeEnvelope(&env), nil
 		})
 	// pimail_header_size(parsed): the header size of a stored parse, -1
-	// when it has no body.
+	// when it has no body, NULL if it cannot be decoded.
 	sqlite.MustRegisterDeterministicScalarFunction("pimail_header_size", 1,
 		func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-			return decodeBodyStart(sqlBytes(args[0]))
+			n, err := decodeBodyStart(sqlBytes(args[0]))
+			if err != nil {
+				return nil, nil
+			}
+			return n, nil
 		})
 	// pimail_lower(text): strings.ToLower, the folding of
 	// store.ContainsFold, for the search columns of blob_addrs.

@@ -229,7 +229,9 @@ CREATE TRIGGER blobs_delete_narrow AFTER DELETE ON blobs BEGIN
 	DELETE FROM blob_addrs WHERE blob_id = OLD.id;
 END;
 INSERT INTO blob_fetch (blob_id, size, sha256, header_size, envelope)
-	SELECT id, size, sha256, pimail_header_size(parsed), pimail_envelope(parsed) FROM blobs;
+	SELECT id, size, sha256, hs, env FROM
+		(SELECT id, size, sha256, pimail_header_size(parsed) AS hs, pimail_envelope(parsed) AS env FROM blobs)
+	WHERE hs IS NOT NULL AND env IS NOT NULL; -- an undecodable parse: served from blobs
 INSERT INTO blob_addrs (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr)
 	SELECT id, pimail_lower(subject), pimail_lower(from_addr), pimail_lower(to_addr),
 		pimail_lower(cc_addr), pimail_lower(bcc_addr) FROM blobs;
