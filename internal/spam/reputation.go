@@ -60,6 +60,11 @@ type ReputationConfig struct {
 	// the effective gap grows to 20 times the last rebuild's duration, so
 	// that a large account is not rescanned back to back. Default 1 s.
 	MinRefresh time.Duration
+	// JunkRefresh is the least time between rebuilds caused by changes
+	// of the Junk mailbox alone: every message the filter files there is
+	// one, and a spam flood must not keep the account's scan running.
+	// Default 30 s.
+	JunkRefresh time.Duration
 	// MaxAge: a summary older than this is rebuilt in the background
 	// when next used (mail ages into "kept"). Default 10 min.
 	MaxAge time.Duration
@@ -90,6 +95,9 @@ func (c *ReputationConfig) defaults() {
 	}
 	if c.MinRefresh <= 0 {
 		c.MinRefresh = time.Second
+	}
+	if c.JunkRefresh <= 0 {
+		c.JunkRefresh = 30 * time.Second
 	}
 	if c.MaxAge <= 0 {
 		c.MaxAge = 10 * time.Minute
@@ -251,21 +259,29 @@ func (r *Reputation) run(ctx context.Context, a *repAccount) {
 	defer r.wg.Done()
 	events, unsubscribe := r.st.Subscribe(a.id)
 	defer unsubscribe()
-	pending := true
+	pending := refreshNow
 	var last time.Time
 	var took time.Duration
 	var timer *time.Timer
 	var fire <-chan time.Time
+	armed := refreshNone // what the running timer is for
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
 	for {
-		if pending && fire == nil {
-			gap := max(r.cfg.MinRefresh, 20*took)
-			timer = time.NewTimer(max(time.Until(last.Add(gap)), 0))
-			fire = timer.C
+		if fire != nil && pending > armed { // something more urgent came
+			timer.Stop()
+			fire = nil
+		}
+		if pending != refreshNone && fire == nil {
+			gap := r.cfg.MinRefresh
+			if pending == refreshLater {
+				gap = r.cfg.JunkRefresh
+			}
+			timer = time.NewTimer(max(time.Until(last.Add(max(gap, 20*took))), 0))
+			fire, armed = timer.C, pending
 		}
 		select {
 		case <-ctx.Done():
@@ -275,13 +291,11 @@ func (r *Reputation) run(ctx context.Context, a *repAccount) {
 				events = nil // the store is closing
 				continue
 			}
-			if r.relevant(a, ev) {
-				pending = true
-			}
+			pending = max(pending, r.relevant(a, ev))
 		case <-a.kick:
-			pending = true
+			pending = refreshNow
 		case <-fire:
-			fire, pending = nil, false
+			fire, pending = nil, refreshNone
 			select {
 			case r.scan <- struct{}{}:
 			case <-ctx.Done():
@@ -289,30 +303,51 @@ func (r *Reputation) run(ctx context.Context, a *repAccount) {
 			}
 			start := time.Now()
 			s, err := r.build(ctx, a.id)
-			<-r.scan
 			last, took = time.Now(), time.Since(start)
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					r.cfg.Logger.Warn("sender reputation: reading the account's history failed; keeping the previous summary", "account", a.id, "err", err)
-				}
-				continue
+			switch {
+			case err == nil:
+				a.sum.Store(s)
+				r.cfg.Logger.Debug("sender reputation: summary built", "account", a.id, "addresses", len(s.class), "ms", took.Milliseconds())
+			case !errors.Is(err, context.Canceled):
+				r.cfg.Logger.Warn("sender reputation: reading the account's history failed; keeping the previous summary", "account", a.id, "err", err)
 			}
-			a.sum.Store(s)
-			r.cfg.Logger.Debug("sender reputation: summary built", "account", a.id, "addresses", len(s.class), "ms", took.Milliseconds())
+			// Hold the scan slot as long again: the rebuilds of all
+			// accounts together use at most half of one core.
+			select {
+			case <-time.After(min(took, 5*time.Second)):
+			case <-ctx.Done():
+			}
+			<-r.scan
 		}
 	}
 }
 
-// relevant: a change of the mailbox list, or of a mailbox whose content
-// the summary reads for trust or distrust and that does not change with
-// every delivery (Sent, Junk, a mailbox created since the last build).
-func (r *Reputation) relevant(a *repAccount, ev store.Event) bool {
+// How soon a change calls for a rebuild.
+type refresh int
+
+const (
+	refreshNone  refresh = iota
+	refreshLater         // after JunkRefresh
+	refreshNow           // after MinRefresh
+)
+
+// relevant: a change of the mailbox list or of Sent (or of a mailbox
+// created since the last build) is worth a rebuild soon, one of Junk
+// later; INBOX and the other folders change with every delivery and
+// count at the periodic rebuild (MaxAge).
+func (r *Reputation) relevant(a *repAccount, ev store.Event) refresh {
 	s := a.sum.Load()
 	if s == nil || ev.MailboxID == 0 {
-		return true
+		return refreshNow
 	}
 	special, known := s.special[ev.MailboxID]
-	return !known || special == store.SpecialSent || special == store.SpecialJunk
+	switch {
+	case !known || special == store.SpecialSent:
+		return refreshNow
+	case special == store.SpecialJunk:
+		return refreshLater
+	}
+	return refreshNone
 }
 
 // envelopeFetcher is the narrow read of envelopes that store/sqlite

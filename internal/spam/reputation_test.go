@@ -3,6 +3,7 @@ package spam
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"testing"
 	"time"
@@ -184,7 +185,7 @@ func TestReputationInFilter(t *testing.T) {
 // correspondent without any call but the change feed's.
 func TestReputationRefresh(t *testing.T) {
 	f := newRepFixture(t)
-	r := NewReputation(f.st, ReputationConfig{Logger: quiet(), MinRefresh: 10 * time.Millisecond})
+	r := NewReputation(f.st, ReputationConfig{Logger: quiet(), MinRefresh: 10 * time.Millisecond, JunkRefresh: 50 * time.Millisecond})
 	defer r.Close()
 	waitReady(t, r, f.acct)
 	ctx := context.Background()
@@ -289,5 +290,80 @@ func TestReputationBounds(t *testing.T) {
 	r.mu.Unlock()
 	if n != 1 || has1 {
 		t.Fatalf("%d accounts held (first still held: %v), want only the most recent", n, has1)
+	}
+}
+
+// BenchmarkReputationBuild reads the history of an account with 20,000
+// messages in INBOX (2,000 senders) and 2,000 in Sent: the time of one
+// background rebuild (only the newest 2,000 per mailbox are read) and the
+// summary's size. `go test ./internal/spam/ -run '^$' -bench ReputationBuild`
+func BenchmarkReputationBuild(b *testing.B) {
+	ctx := context.Background()
+	st, err := sqlite.Open(b.TempDir(), sqlite.Options{Logger: quiet(), CollectInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.AddDomain(ctx, "example.com"); err != nil {
+		b.Fatal(err)
+	}
+	acct, err := st.AddAccount(ctx, "alice@example.com", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	inbox, _ := st.Mailbox(ctx, acct.ID, "INBOX")
+	sent, _ := st.Mailbox(ctx, acct.ID, "Sent")
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	const nInbox, nSent, workers = 20000, 2000, 16
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := w; i < nInbox+nSent; i += workers {
+				mb, hdr := inbox.ID, fmt.Sprintf("From: Sender %d <s%d@host%d.test>\r\nTo: alice@example.com\r\n", i, i%2000, i%97)
+				if i >= nInbox {
+					mb, hdr = sent.ID, fmt.Sprintf("From: alice@example.com\r\nTo: r%d@remote%d.test\r\nCc: c%d@remote.test\r\n", i, i%13, i%50)
+				}
+				raw := hdr + fmt.Sprintf("Subject: message %d\r\nMessage-ID: <%d@example.com>\r\n\r\nBody of message %d.\r\n", i, i, i)
+				if _, err := st.Append(ctx, mb, []byte(raw), store.FlagSeen, nil, old); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := NewReputation(st, ReputationConfig{Logger: quiet()})
+	defer r.Close()
+	b.ResetTimer()
+	var s *repSummary
+	for b.Loop() {
+		if s, err = r.build(ctx, acct.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(s.class)), "addresses")
+}
+
+// BenchmarkReputationLookup is the cost a delivery pays: one lookup in a
+// built summary.
+func BenchmarkReputationLookup(b *testing.B) {
+	r := NewReputation(nil, ReputationConfig{Logger: quiet()})
+	s := &repSummary{class: map[uint64]repClass{}, built: time.Now()}
+	for i := range 4096 {
+		s.class[maphash.String(r.seed, fmt.Sprintf("s%d@host.test", i))] = classKept
+	}
+	a := &repAccount{id: 1, kick: make(chan struct{}, 1), stop: func() {}}
+	a.sum.Store(s)
+	a.el = r.lru.PushFront(a)
+	r.accts[1] = a
+	for b.Loop() {
+		if _, _, ok := r.Reputation(context.Background(), 1, "S77@Host.test"); !ok {
+			b.Fatal("not found")
+		}
 	}
 }
