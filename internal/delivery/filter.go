@@ -97,6 +97,11 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 		if auth != nil {
 			v, _ := auth.DMARCVerdict()
 			in.SPF, in.DKIM, in.DMARC, in.DMARCPolicy = auth.SPF.Result, auth.DKIMSummary(), v.Result, v.Policy
+			for _, d := range auth.DKIM {
+				if d.Result == "pass" {
+					in.DKIMPass = append(in.DKIMPass, d.Domain)
+				}
+			}
 		}
 		res, err := p.filters.Spam.Check(ctx, in)
 		if err != nil {

@@ -116,6 +116,9 @@ type Input struct {
 	// Authentication-Results (RFC 8601): "pass", "fail", "softfail",
 	// "none"…; "" means not checked.
 	SPF, DKIM, DMARC string
+	// DKIMPass lists the signing domains (d=) of the DKIM signatures
+	// that verify, for the sender reputation's alignment check.
+	DKIMPass []string
 	DMARCPolicy      string // the domain's DMARC p= ("reject", "quarantine", "none")
 	DNSBL            []DNSBLHit
 	// Now is the time of receipt when the message has no Received field;

@@ -532,8 +532,9 @@ func orgDomain(d string) string {
 // forged), trust only for an authenticated identity, since a spammer can
 // write any address he likes into From or MAIL FROM:
 //   - the From address when DMARC passes (an aligned SPF or DKIM pass,
-//     RFC 7489 §4.2), or when SPF passes for an envelope domain aligned
-//     with it (relaxed, RFC 7489 §3.1.2; for domains without DMARC);
+//     RFC 7489 §4.2), or, for domains without DMARC, when SPF passes for
+//     an envelope domain aligned with it or a DKIM signature of an
+//     aligned domain verifies (relaxed alignment, RFC 7489 §3.1);
 //   - the envelope sender when SPF passes (RFC 7208 §2.6.3: the client
 //     is authorized by the envelope sender's domain).
 //
@@ -549,7 +550,11 @@ func reputationHit(ctx context.Context, src ReputationSource, id int64, in *Inpu
 	spfPass := in.SPF == "pass" && env != ""
 	if from := a.parsed.Envelope.From; len(from) > 0 && from[0].Mailbox != "" && from[0].Host != "" {
 		if addr := normAddr(from[0].Mailbox + "@" + from[0].Host); addr != "" {
-			auth := in.DMARC == "pass" || (spfPass && orgDomain(addrDomain(addr)) == orgDomain(addrDomain(env)))
+			org := orgDomain(addrDomain(addr))
+			auth := in.DMARC == "pass" || (spfPass && org == orgDomain(addrDomain(env)))
+			for _, d := range in.DKIMPass {
+				auth = auth || orgDomain(strings.ToLower(strings.TrimSuffix(d, "."))) == org
+			}
 			ids = append(ids, ident{addr, auth})
 		}
 	}

@@ -143,21 +143,29 @@ func TestReputationInFilter(t *testing.T) {
 		spf, dmarc     string
 		wantReason     string
 		wantPts        float64
+		dkimPass       string
 	}{
-		{"dmarc pass", "friend@remote.test", "friend@remote.test", "pass", "pass", ReasonCorrespondent, -4},
-		{"spf pass, same domain", "Friend <friend@remote.test>", "bounces@mail.remote.test", "pass", "none", ReasonCorrespondent, -4},
-		{"spf pass for the envelope sender", "someone@else.test", "friend@remote.test", "pass", "none", ReasonCorrespondent, -4},
-		{"unauthenticated", "friend@remote.test", "friend@remote.test", "none", "none", ReasonUnverified, 0},
-		{"spf fail", "friend@remote.test", "friend@remote.test", "fail", "fail", ReasonUnverified, 0},
-		{"spf pass for another domain", "friend@remote.test", "spammer@other.test", "pass", "none", ReasonUnverified, 0},
-		{"junk, unauthenticated", "junker@bad.test", "x@y.test", "none", "none", ReasonJunked, 3},
-		{"junk, authenticated", "junker@bad.test", "junker@bad.test", "pass", "pass", ReasonJunked, 3},
-		{"junk envelope beats trusted From", "friend@remote.test", "junker@bad.test", "pass", "pass", ReasonJunked, 3},
-		{"unknown", "stranger@nowhere.test", "stranger@nowhere.test", "pass", "pass", "", 0},
+		{"dmarc pass", "friend@remote.test", "friend@remote.test", "pass", "pass", ReasonCorrespondent, -4, ""},
+		{"spf pass, same domain", "Friend <friend@remote.test>", "bounces@mail.remote.test", "pass", "none", ReasonCorrespondent, -4, ""},
+		{"spf pass for the envelope sender", "someone@else.test", "friend@remote.test", "pass", "none", ReasonCorrespondent, -4, ""},
+		{"dkim pass, aligned", "friend@remote.test", "bounce@esp.test", "none", "none", ReasonCorrespondent, -4, "mail.remote.test"},
+		{"dkim pass, not aligned", "friend@remote.test", "bounce@esp.test", "none", "none", ReasonUnverified, 0, "esp.test"},
+		{"unauthenticated", "friend@remote.test", "friend@remote.test", "none", "none", ReasonUnverified, 0, ""},
+		{"spf fail", "friend@remote.test", "friend@remote.test", "fail", "fail", ReasonUnverified, 0, ""},
+		{"spf pass for another domain", "friend@remote.test", "spammer@other.test", "pass", "none", ReasonUnverified, 0, ""},
+		{"junk, unauthenticated", "junker@bad.test", "x@y.test", "none", "none", ReasonJunked, 3, ""},
+		{"junk, authenticated", "junker@bad.test", "junker@bad.test", "pass", "pass", ReasonJunked, 3, ""},
+		{"junk envelope beats trusted From", "friend@remote.test", "junker@bad.test", "pass", "pass", ReasonJunked, 3, ""},
+		{"unknown", "stranger@nowhere.test", "stranger@nowhere.test", "pass", "pass", "", 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := Input{Raw: msg(c.from), Accounts: []int64{f.acct}, MailFrom: c.mailFrom, SPF: c.spf, DMARC: c.dmarc, DKIM: "none"}
-			base, err := flt.Check(context.Background(), Input{Raw: in.Raw, Accounts: []int64{999}, MailFrom: c.mailFrom, SPF: c.spf, DMARC: c.dmarc, DKIM: "none"})
+			if c.dkimPass != "" {
+				in.DKIM, in.DKIMPass = "pass", []string{c.dkimPass}
+			}
+			other := in
+			other.Accounts = []int64{999}
+			base, err := flt.Check(context.Background(), other)
 			if err != nil {
 				t.Fatal(err)
 			}
