@@ -1,6 +1,6 @@
 // Package pop3d is pimail's POP3 server (RFC 1939) with the extension
 // mechanism of RFC 2449 (CAPA, response codes, PIPELINING, TOP, UIDL),
-// STLS (RFC 2595), SASL PLAIN (RFC 5034, RFC 4616) and the [AUTH] and
+// STLS (RFC 2595), SASL PLAIN and SCRAM-SHA-256 (RFC 5034, RFC 4616, RFC 7677) and the [AUTH] and
 // [SYS/TEMP] response codes (RFC 3206).
 //
 // POP3 serves the INBOX of an account only. At login the session takes an

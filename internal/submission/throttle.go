@@ -65,17 +65,6 @@ func (t *throttle) fail(ip string, now time.Time) time.Duration {
 	return min(d, t.max)
 }
 
-// failures returns the recent failure count of an address.
-func (t *throttle) failures(ip string, now time.Time) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r := t.fails[throttleKey(ip)]
-	if r == nil || now.Sub(r.last) > throttleWindow {
-		return 0
-	}
-	return r.n
-}
-
 // evict drops stale entries, then arbitrary ones down to 90 %. Called
 // with mu held.
 func (t *throttle) evict(now time.Time) {
