@@ -118,9 +118,9 @@ type Input struct {
 	SPF, DKIM, DMARC string
 	// DKIMPass lists the signing domains (d=) of the DKIM signatures
 	// that verify, for the sender reputation's alignment check.
-	DKIMPass []string
-	DMARCPolicy      string // the domain's DMARC p= ("reject", "quarantine", "none")
-	DNSBL            []DNSBLHit
+	DKIMPass    []string
+	DMARCPolicy string // the domain's DMARC p= ("reject", "quarantine", "none")
+	DNSBL       []DNSBLHit
 	// Now is the time of receipt when the message has no Received field;
 	// default time.Now().
 	Now time.Time

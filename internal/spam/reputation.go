@@ -24,8 +24,9 @@ const (
 	// ReasonCorrespondent: the user wrote to the sender (To/Cc/Bcc of a
 	// message in \Sent) or answered their mail (\Answered).
 	ReasonCorrespondent = "REPUTATION_CORRESPONDENT"
-	// ReasonKept: the user keeps the sender's mail (INBOX, \Archive or
-	// their own folders, older than KeptAge, not flagged $Junk).
+	// ReasonKept: the user keeps the sender's mail (read, in INBOX,
+	// \Archive or their own folders, older than KeptAge, not flagged
+	// $Junk).
 	ReasonKept = "REPUTATION_KEPT"
 	// ReasonJunked: the sender's mail is in \Junk (or flagged $Junk)
 	// more often than it is kept.
@@ -446,7 +447,10 @@ func (r *Reputation) build(ctx context.Context, accountID int64) (*repSummary, e
 							t.correspondent = true
 						}
 					}
-				case s.built.Sub(m.InternalDate) >= r.cfg.KeptAge:
+				case m.Flags&store.FlagSeen != 0 && s.built.Sub(m.InternalDate) >= r.cfg.KeptAge:
+					// Read and left there for days. Unread mail is not
+					// counted: spam that slipped into INBOX and lies
+					// ignored must not earn its sender trust.
 					for _, a := range env.From {
 						if t := add(a); t != nil {
 							t.kept++

@@ -75,6 +75,7 @@ func TestReputationClasses(t *testing.T) {
 	f.put(t, "Archive", "From: archived@old.test\r\nTo: alice@example.com\r\n", store.FlagSeen, nil, old)
 	f.put(t, "INBOX", "From: fresh@new.test\r\nTo: alice@example.com\r\n", 0, nil, now)
 	f.put(t, "INBOX", "From: replied@new.test\r\nTo: alice@example.com\r\n", store.FlagAnswered, nil, now)
+	f.put(t, "INBOX", "From: unread@old.test\r\nTo: alice@example.com\r\n", 0, nil, old)
 	f.put(t, "Trash", "From: binned@old.test\r\nTo: alice@example.com\r\n", store.FlagSeen, nil, old)
 	// Kept once but junked twice: junk wins.
 	f.put(t, "INBOX", "From: mixed@old.test\r\nTo: alice@example.com\r\n", store.FlagSeen, nil, old)
@@ -99,6 +100,7 @@ func TestReputationClasses(t *testing.T) {
 		{"mixed@old.test", ReasonJunked, 3},
 		{"fresh@new.test", "", 0},    // too new to count as kept
 		{"binned@old.test", "", 0},   // Trash says nothing
+		{"unread@old.test", "", 0},   // never read: not kept
 		{"alice@example.com", "", 0}, // the user's own address earns nothing
 		{"stranger@nowhere.test", "", 0},
 		{"", "", 0},
