@@ -52,7 +52,7 @@ type ReputationConfig struct {
 	// MaxAddresses bounds each account's summary. Default 4096.
 	MaxAddresses int
 	// MaxAccounts bounds the accounts held in memory (least recently
-	// used are dropped, with their change-feed subscription). Default 256.
+	// used are dropped, with their change-feed subscription). Default 128.
 	MaxAccounts int
 	// ScanPerMailbox: only the newest messages of each mailbox (by UID)
 	// are read per rebuild. Default 2000.
@@ -89,7 +89,7 @@ func (c *ReputationConfig) defaults() {
 		c.MaxAddresses = 4096
 	}
 	if c.MaxAccounts <= 0 {
-		c.MaxAccounts = 256
+		c.MaxAccounts = 128
 	}
 	if c.ScanPerMailbox <= 0 {
 		c.ScanPerMailbox = 2000
