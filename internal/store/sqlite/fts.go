@@ -67,6 +67,8 @@ type ftsIndex struct {
 	epoch uint64
 	// broken asks the indexer to rebuild the index file.
 	broken atomic.Bool
+	// kick asks the indexer to index what is pending now (WaitIndexed).
+	kick chan struct{}
 
 	// grams and buf turn a blob's text into its terms (indexer goroutine
 	// only).
@@ -75,7 +77,7 @@ type ftsIndex struct {
 }
 
 func newFTSIndex(dir string) *ftsIndex {
-	return &ftsIndex{path: filepath.Join(dir, "index.db")}
+	return &ftsIndex{path: filepath.Join(dir, "index.db"), kick: make(chan struct{}, 1)}
 }
 
 // dsn opens index.db in WAL mode. synchronous=NORMAL: a crash may lose the

@@ -33,6 +33,14 @@ const (
 	// after another) never makes it wait.
 	indexYield  = 200 * time.Millisecond
 	maxIndexLag = time.Minute
+	// At a trickle of mail the indexer waits until indexMinBatch blobs
+	// are pending or the oldest has waited indexMaxDelay: every index
+	// commit writes a new FTS5 segment and later merges it, so indexing
+	// one message a second wrote about 130 KB per message, half of
+	// everything the server wrote. Searches read pending messages, and
+	// WaitIndexed asks for an immediate run.
+	indexMinBatch = 64
+	indexMaxDelay = 5 * time.Second
 )
 
 // startIndexer starts the background indexer goroutine (part of s.wg).
@@ -70,8 +78,20 @@ func (s *Store) indexer() {
 	s.log.Debug("full-text index open", "path", ix.path, "hwm", ix.hwm.Load())
 	tick := time.NewTicker(indexPoll)
 	defer tick.Stop()
-	dirty := false       // batches written since the last checkpoint
-	var behind time.Time // when the indexer last started deferring, zero when caught up
+	dirty := false             // batches written since the last checkpoint
+	var behind time.Time       // when the indexer last started deferring, zero when caught up
+	var pendingSince time.Time // when blobs were first seen pending, zero when caught up
+	kicked := false            // WaitIndexed wants the pending blobs indexed now
+	wait := func() bool {
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-tick.C:
+		case <-ix.kick:
+			kicked = true
+		}
+		return true
+	}
 	for {
 		if ix.broken.Load() {
 			if !s.rebuildIndex() {
@@ -87,6 +107,19 @@ func (s *Store) indexer() {
 					return
 				}
 				continue
+			}
+		}
+		if maxBlob, err := s.maxBlobID(s.ctx); err == nil {
+			if n := maxBlob - ix.hwm.Load(); n > 0 && n < indexMinBatch {
+				if pendingSince.IsZero() {
+					pendingSince = time.Now()
+				}
+				if !kicked && time.Since(pendingSince) < indexMaxDelay {
+					if !wait() {
+						return
+					}
+					continue
+				}
 			}
 		}
 		h0 := ix.hwm.Load()
@@ -110,7 +143,7 @@ func (s *Store) indexer() {
 		if more {
 			continue
 		}
-		behind = time.Time{}
+		behind, pendingSince, kicked = time.Time{}, time.Time{}, false
 		if dirty {
 			// Caught up: fold the WAL into index.db so that its size is
 			// the index's, not the index's plus a burst of batches.
@@ -121,10 +154,8 @@ func (s *Store) indexer() {
 				}
 			}
 		}
-		select {
-		case <-s.ctx.Done():
+		if !wait() {
 			return
-		case <-tick.C:
 		}
 	}
 }
@@ -356,6 +387,10 @@ func (s *Store) WaitIndexed(ctx context.Context) error {
 		return fmt.Errorf("sqlite store: %w", err)
 	}
 	for s.fts.hwm.Load() < want {
+		select {
+		case s.fts.kick <- struct{}{}:
+		default:
+		}
 		if !sleepCtx(ctx, 20*time.Millisecond) {
 			return ctx.Err()
 		}
