@@ -18,8 +18,12 @@ import (
 	"pimail/internal/store"
 )
 
-// htmlSpecial marks the bytes escapeHTML replaces.
-var htmlSpecial = [256]bool{'&': true, '<': true, '>': true, '"': true, '\'': true, 0: true}
+// htmlSpecial marks the bytes escapeHTML replaces, and htmlEscape holds
+// their replacements (NUL becomes U+FFFD, as html/template does it).
+var (
+	htmlSpecial = [256]bool{'&': true, '<': true, '>': true, '"': true, '\'': true, 0: true}
+	htmlEscape  = [256]string{'&': "&amp;", '<': "&lt;", '>': "&gt;", '"': "&#34;", '\'': "&#39;", 0: "\uFFFD"}
+)
 
 // escapeHTML appends s to b with &, <, >, " and ' escaped, and NUL replaced
 // (as html/template does).
@@ -29,23 +33,8 @@ func escapeHTML(b []byte, s string) []byte {
 		if !htmlSpecial[s[i]] {
 			continue
 		}
-		var rep string
-		switch s[i] {
-		case '&':
-			rep = "&amp;"
-		case '<':
-			rep = "&lt;"
-		case '>':
-			rep = "&gt;"
-		case '"':
-			rep = "&#34;"
-		case '\'':
-			rep = "&#39;"
-		default: // NUL
-			rep = "\uFFFD"
-		}
 		b = append(b, s[last:i]...)
-		b = append(b, rep...)
+		b = append(b, htmlEscape[s[i]]...)
 		last = i + 1
 	}
 	return append(b, s[last:]...)
@@ -274,25 +263,8 @@ func escapeTo(b *strings.Builder, s string, crlf bool) {
 		if !htmlSpecial[c] && (c != '\r' || !crlf || i+1 == len(s) || s[i+1] != '\n') {
 			continue
 		}
-		var rep string
-		switch c {
-		case '&':
-			rep = "&amp;"
-		case '<':
-			rep = "&lt;"
-		case '>':
-			rep = "&gt;"
-		case '"':
-			rep = "&#34;"
-		case '\'':
-			rep = "&#39;"
-		case '\r':
-			rep = ""
-		default: // NUL
-			rep = "\uFFFD"
-		}
 		b.WriteString(s[last:i])
-		b.WriteString(rep)
+		b.WriteString(htmlEscape[c]) // "" for the CR of a CRLF
 		last = i + 1
 	}
 	b.WriteString(s[last:])
