@@ -5,11 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
-	"weak"
 
 	"pimail/internal/message"
 	"pimail/internal/store"
@@ -236,15 +233,11 @@ func (s *Store) fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids
 			" LEFT JOIN blob_headers h ON h.blob_id = mail.blob_id"
 	}
 	q += " WHERE mail.mailbox_id = ? AND " + cond + " ORDER BY mail.uid"
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if st := s.liteStmt(ctx, q, len(uids)); st != nil {
-		rows, err = tx.StmtContext(ctx, st).QueryContext(ctx, append([]any{mailboxID}, args...)...)
-	} else {
-		rows, err = tx.QueryContext(ctx, q, append([]any{mailboxID}, args...)...)
-	}
+	// Not a statement prepared on the pool: preparing one needs a free
+	// pooled connection while this goroutine holds tx's, and with every
+	// connection held by a FETCH that waits for another, the store
+	// deadlocked (20 IMAP sessions fetching at once).
+	rows, err := tx.QueryContext(ctx, q, append([]any{mailboxID}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -328,48 +321,4 @@ func eachParse(ctx context.Context, tx *sql.Tx, q string, args []any, missing ma
 		}
 	}
 	return rows.Err()
-}
-
-// liteStmts keeps the fetchLite queries of one store prepared: a FETCH
-// of a whole mailbox runs the same query once per chunk of 256 messages,
-// and database/sql keeps a statement prepared on every pooled connection
-// that ran it, so only the first chunks pay for SQLite's parser.
-type liteStmts struct {
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
-}
-
-// liteStmtCache maps a store (weakly, as stmtCache in page.go) to them.
-var liteStmtCache sync.Map // weak.Pointer[Store] → *liteStmts
-
-// liteStmt returns q prepared, for UID sets of one range (the query text
-// of other sets varies with the set: those run unprepared), or nil.
-func (s *Store) liteStmt(ctx context.Context, q string, ranges int) *sql.Stmt {
-	if ranges != 1 {
-		return nil
-	}
-	key := weak.Make(s)
-	v, ok := liteStmtCache.Load(key)
-	if !ok {
-		var loaded bool
-		v, loaded = liteStmtCache.LoadOrStore(key, &liteStmts{m: map[string]*sql.Stmt{}})
-		if !loaded {
-			runtime.AddCleanup(s, func(k weak.Pointer[Store]) { liteStmtCache.Delete(k) }, key)
-		}
-	}
-	ls := v.(*liteStmts)
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if st, ok := ls.m[q]; ok {
-		return st
-	}
-	if len(ls.m) >= 8 {
-		return nil
-	}
-	st, err := s.rdb.PrepareContext(ctx, q)
-	if err != nil {
-		return nil // run unprepared; the error shows there
-	}
-	ls.m[q] = st
-	return st
 }
