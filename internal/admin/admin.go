@@ -19,9 +19,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"pimail/internal/store"
@@ -126,15 +124,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Strict-Transport-Security", "max-age=31536000")
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-// clientIP returns the client's address without the port.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return strings.TrimSpace(r.RemoteAddr)
-	}
-	return host
 }
 
 // httpError answers with a plain page; err is logged for server faults and

@@ -77,7 +77,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 				return
 			}
 			if !websession.TokenEqual(r.PostFormValue("csrf"), sess.CSRF) {
-				s.log.Warn("admin CSRF token mismatch", "remote", clientIP(r), "user", sess.Address, "path", r.URL.Path)
+				s.log.Warn("admin CSRF token mismatch", "remote", websession.ClientIP(r), "user", sess.Address, "path", r.URL.Path)
 				s.httpError(w, r, http.StatusForbidden, "The form has expired. Go back, reload and try again.", nil)
 				return
 			}
@@ -127,7 +127,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := strings.TrimSpace(r.PostFormValue("username"))
-	acct, err := s.authn.Authenticate(r.Context(), user, r.PostFormValue("password"), clientIP(r))
+	acct, err := s.authn.Authenticate(r.Context(), user, r.PostFormValue("password"), websession.ClientIP(r))
 	switch {
 	case errors.Is(err, auth.ErrRateLimited):
 		s.renderLogin(w, http.StatusTooManyRequests, "Too many failed logins. Please wait and try again later.")
@@ -147,7 +147,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		s.log.Warn("admin login refused: not an administrator", "user", acct.Address, "remote", clientIP(r))
+		s.log.Warn("admin login refused: not an administrator", "user", acct.Address, "remote", websession.ClientIP(r))
 		s.renderLogin(w, http.StatusForbidden, "This account is not an administrator.")
 		return
 	}
@@ -157,7 +157,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	sess := s.sessions.Create(acct.ID, acct.Address, s.now())
 	s.setCookie(w, "pimail-admin", sess.ID, 0)
 	s.setCookie(w, "pimail-admin-login", "", -1)
-	s.log.Info("admin login", "user", acct.Address, "remote", clientIP(r))
+	s.log.Info("admin login", "user", acct.Address, "remote", websession.ClientIP(r))
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 

@@ -91,7 +91,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 				tok = r.Header.Get("X-CSRF-Token")
 			}
 			if !websession.TokenEqual(tok, sess.CSRF) {
-				s.log.Warn("CSRF token mismatch", "remote", remoteIP(r), "user", sess.Address, "path", r.URL.Path)
+				s.log.Warn("CSRF token mismatch", "remote", websession.ClientIP(r), "user", sess.Address, "path", r.URL.Path)
 				s.httpError(w, r, http.StatusForbidden, "The form has expired. Go back, reload and try again.", nil)
 				return
 			}
@@ -134,7 +134,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := strings.TrimSpace(r.PostFormValue("username"))
-	acct, err := s.authn.Authenticate(r.Context(), user, r.PostFormValue("password"), remoteIP(r))
+	acct, err := s.authn.Authenticate(r.Context(), user, r.PostFormValue("password"), websession.ClientIP(r))
 	switch {
 	case errors.Is(err, auth.ErrRateLimited):
 		s.renderLogin(w, r, http.StatusTooManyRequests, "Too many failed logins. Please wait and try again later.")
@@ -155,7 +155,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	sess := s.sessions.Create(acct.ID, acct.Address, s.now())
 	s.setCookie(w, s.sessionCookie(), sess.ID, 0)
 	s.setCookie(w, s.loginCookie(), "", -1)
-	s.log.Info("webmail login", "user", acct.Address, "remote", remoteIP(r))
+	s.log.Info("webmail login", "user", acct.Address, "remote", websession.ClientIP(r))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

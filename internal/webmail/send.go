@@ -16,6 +16,7 @@ import (
 	"pimail/internal/delivery"
 	"pimail/internal/message"
 	"pimail/internal/store"
+	"pimail/internal/websession"
 )
 
 func unescapeEntities(s string) string { return html.UnescapeString(s) }
@@ -227,7 +228,7 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 		return err
 	}
 	o.Received = fmt.Sprintf("from [%s] by %s (pimail webmail) with HTTP; authenticated as %s; %s",
-		remoteIP(r), s.cfg.Hostname, sess.Address, o.Date.Format("Mon, 2 Jan 2006 15:04:05 -0700"))
+		websession.ClientIP(r), s.cfg.Hostname, sess.Address, o.Date.Format("Mon, 2 Jan 2006 15:04:05 -0700"))
 	raw := o.bytes(false)
 	if len(remote) > 0 {
 		qid, err := s.cfg.Outbound.Enqueue(ctx, sess.AccountID, sess.Address, remote, raw)
@@ -237,7 +238,7 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 		s.log.Info("webmail queued", "user", sess.Address, "queue_id", qid, "rcpts", len(remote))
 	}
 	if len(local) > 0 {
-		env := delivery.Envelope{MailFrom: sess.Address, Recipients: local, RemoteIP: remoteIP(r), Helo: "webmail", TLS: r.TLS != nil, Authenticated: true}
+		env := delivery.Envelope{MailFrom: sess.Address, Recipients: local, RemoteIP: websession.ClientIP(r), Helo: "webmail", TLS: r.TLS != nil, Authenticated: true}
 		if _, err := s.pipe.Deliver(ctx, env, raw); err != nil {
 			switch {
 			case errors.Is(err, delivery.ErrNoRecipients) && len(remote) == 0:

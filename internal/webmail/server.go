@@ -16,9 +16,7 @@ import (
 	"context"
 	"html/template"
 	"log/slog"
-	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"pimail/internal/delivery"
@@ -181,15 +179,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Strict-Transport-Security", "max-age=31536000")
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-// remoteIP returns the client's address without the port.
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return strings.TrimSpace(r.RemoteAddr)
-	}
-	return host
 }
 
 // httpError logs err (when it is a server fault) and answers with a plain

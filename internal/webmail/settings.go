@@ -7,6 +7,7 @@ import (
 
 	"pimail/internal/auth"
 	"pimail/internal/password"
+	"pimail/internal/websession"
 )
 
 type settingsData struct {
@@ -94,7 +95,7 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		fail(http.StatusBadRequest, "The new password must have at least 10 characters.")
 		return
 	}
-	if _, err := s.authn.Authenticate(r.Context(), sess.Address, oldPw, remoteIP(r)); err != nil {
+	if _, err := s.authn.Authenticate(r.Context(), sess.Address, oldPw, websession.ClientIP(r)); err != nil {
 		switch {
 		case errors.Is(err, auth.ErrRateLimited):
 			fail(http.StatusTooManyRequests, "Too many failed attempts. Please wait and try again later.")
@@ -114,6 +115,6 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	s.sessions.DeleteAccount(sess.AccountID, sess.ID)
-	s.log.Info("webmail password changed", "user", sess.Address, "remote", remoteIP(r))
+	s.log.Info("webmail password changed", "user", sess.Address, "remote", websession.ClientIP(r))
 	http.Redirect(w, r, "/settings?notice=password", http.StatusSeeOther)
 }

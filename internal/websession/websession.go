@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -173,4 +174,13 @@ func CrossOrigin(r *http.Request, nullOK bool) bool {
 	}
 	u, err := url.Parse(o)
 	return err != nil || !strings.EqualFold(u.Host, r.Host)
+}
+
+// ClientIP returns the address of a request's client without the port.
+func ClientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return strings.TrimSpace(r.RemoteAddr)
+	}
+	return host
 }
