@@ -51,7 +51,7 @@ type listStmts struct {
 // collected) to its statements.
 var stmtCache sync.Map // weak.Pointer[Store] → *listStmts
 
-func (s *Store) listStmts(ctx context.Context) (*listStmts, error) {
+func (s *Store) listStmts() (*listStmts, error) {
 	key := weak.Make(s)
 	v, ok := stmtCache.Load(key)
 	if !ok {
@@ -63,10 +63,12 @@ func (s *Store) listStmts(ctx context.Context) (*listStmts, error) {
 	}
 	ls := v.(*listStmts)
 	ls.once.Do(func() {
-		if ls.page, ls.err = s.rdb.PrepareContext(ctx, pageQuery); ls.err != nil {
+		// The store's context, not the first caller's: a request that
+		// gives up must not leave the error here for every later one.
+		if ls.page, ls.err = s.rdb.PrepareContext(s.ctx, pageQuery); ls.err != nil {
 			return
 		}
-		ls.count, ls.err = s.rdb.PrepareContext(ctx, countsQuery)
+		ls.count, ls.err = s.rdb.PrepareContext(s.ctx, countsQuery)
 	})
 	if ls.err != nil {
 		return nil, fmt.Errorf("sqlite store: prepare list queries: %w", ls.err)
@@ -82,7 +84,7 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 	if limit == 0 {
 		return nil, nil
 	}
-	ls, err := s.listStmts(ctx)
+	ls, err := s.listStmts()
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +165,7 @@ func hasAttachment(pj []byte) bool {
 
 // MailboxCounts returns the account's mailboxes with their counters.
 func (s *Store) MailboxCounts(ctx context.Context, accountID int64) ([]store.MailboxCount, error) {
-	ls, err := s.listStmts(ctx)
+	ls, err := s.listStmts()
 	if err != nil {
 		return nil, err
 	}
