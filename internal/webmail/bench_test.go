@@ -2,7 +2,6 @@ package webmail
 
 import (
 	"fmt"
-	"html/template"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +23,7 @@ func benchRequest(b *testing.B, f *fixture, path string) {
 	b.Run("warm", func(b *testing.B) { benchServe(b, f, path) })
 	b.Run("cold", func(b *testing.B) {
 		rows, metas, bodies := f.srv.rows, f.srv.metas, f.srv.bodies
-		f.srv.rows, f.srv.metas, f.srv.bodies = newLRU[rowsKey, template.HTML](0), newLRU[msgKey, metaEntry](0), newLRU[int64, *bodyView](0)
+		f.srv.rows, f.srv.metas, f.srv.bodies = newLRU[rowsKey, rowsEntry](0), newLRU[msgKey, metaEntry](0), newLRU[int64, *bodyView](0)
 		defer func() { f.srv.rows, f.srv.metas, f.srv.bodies = rows, metas, bodies }()
 		benchServe(b, f, path)
 	})

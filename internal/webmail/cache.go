@@ -117,16 +117,25 @@ func (b *bodyView) cost() int {
 	return 512 + len(b.text) + 128*len(b.attachments)
 }
 
-// rowsKey names a rendered page of a message list in one state of its
-// mailbox, in one hour of local time (dates are written relative to today).
+// rowsKey names a page of a message list. The cache keeps one rendering
+// per page, tagged with the state it shows (rowsEntry): a newer state of
+// the mailbox replaces the older rendering instead of adding to it, so
+// opening messages (each sets \Seen and moves HIGHESTMODSEQ) does not fill
+// the cache with pages nobody can see again.
 type rowsKey struct {
-	box      int64
+	box    int64
+	offset int
+	limit  int
+}
+
+// rowsEntry is a page's rendered rows in one state of its mailbox, in one
+// hour of local time (dates are written relative to today).
+type rowsEntry struct {
 	validity uint32
 	modseq   uint64
-	offset   int
-	limit    int
 	hour     int64
 	zone     int
+	html     template.HTML
 }
 
 // zoneOffset is the local zone's offset at t, in seconds.
@@ -137,7 +146,8 @@ func zoneOffset(t time.Time) int {
 
 // Cache bounds.
 const (
-	rowsCacheBytes   = 4 << 20 // rendered list pages
-	metaCacheEntries = 4096    // index entries (about 1–2 KB each)
-	bodyCacheBytes   = 8 << 20 // rendered message text
+	rowsCacheBytes   = 2 << 20 // rendered list pages (about 30 KB each)
+	metaCacheEntries = 2048    // index entries (about 1–2 KB each)
+	bodyCacheBytes   = 4 << 20 // rendered message text
+	htmlCacheBytes   = 8 << 20 // sanitised HTML bodies
 )

@@ -433,6 +433,11 @@ func TestReadCacheFresh(t *testing.T) {
 	if _, body := c.get(list); !strings.Contains(body, "Second hello") {
 		t.Fatal("list lacks a new message")
 	}
+	// Three states of the mailbox were listed: the cache keeps the page's
+	// latest rendering only, not one per state.
+	if n := f.srv.rows.ll.Len(); n != 1 {
+		t.Fatalf("list cache holds %d renderings of one page, want 1", n)
+	}
 	path := "/msg/" + itoa(inbox.ID) + "/1"
 	for i := range 2 {
 		_, body := c.get(path)

@@ -364,10 +364,12 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session)
 	// delivery, flag change or expunge moves HIGHESTMODSEQ, and the hour
 	// covers the dates written relative to today.
 	now := s.now()
-	key := rowsKey{box: box.ID, validity: box.UIDValidity, modseq: box.HighestModSeq, offset: pg * size, limit: size,
+	key := rowsKey{box: box.ID, offset: pg * size, limit: size}
+	state := rowsEntry{validity: box.UIDValidity, modseq: box.HighestModSeq,
 		hour: (now.Unix() + int64(zoneOffset(now))) / 3600, zone: zoneOffset(now)}
-	if html, ok := s.rows.get(key); ok && box.HighestModSeq != 0 {
-		d.rowsHTML = html
+	if e, ok := s.rows.get(key); ok && box.HighestModSeq != 0 && e.validity == state.validity &&
+		e.modseq == state.modseq && e.hour == state.hour && e.zone == state.zone {
+		d.rowsHTML = e.html
 	} else {
 		items, err := s.st.MailboxPage(r.Context(), box.ID, pg*size, size)
 		if err != nil {
@@ -380,7 +382,8 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session)
 		}
 		d.rowsHTML = d.RowsHTML()
 		if box.HighestModSeq != 0 {
-			s.rows.put(key, d.rowsHTML, len(d.rowsHTML))
+			state.html = d.rowsHTML
+			s.rows.put(key, state, len(d.rowsHTML))
 		}
 	}
 	d.Targets = v.Folders

@@ -83,7 +83,7 @@ func newSanitizer() *sanitizer {
 	return &sanitizer{
 		strict: newPolicy(false),
 		remote: newPolicy(true),
-		cache:  newHTMLCache(32 << 20),
+		cache:  newHTMLCache(htmlCacheBytes),
 	}
 }
 

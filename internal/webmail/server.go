@@ -14,7 +14,6 @@ package webmail
 
 import (
 	"context"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"time"
@@ -103,7 +102,7 @@ type Server struct {
 	folderCache folderCache
 	metas       *lru[msgKey, metaEntry]
 	bodies      *lru[int64, *bodyView]
-	rows        *lru[rowsKey, template.HTML]
+	rows        *lru[rowsKey, rowsEntry]
 	now         func() time.Time
 }
 
@@ -126,7 +125,7 @@ func New(cfg Config, st store.Store, authn Authenticator, pipe *delivery.Pipelin
 		sanitize: newSanitizer(),
 		metas:    newLRU[msgKey, metaEntry](metaCacheEntries),
 		bodies:   newLRU[int64, *bodyView](bodyCacheBytes),
-		rows:     newLRU[rowsKey, template.HTML](rowsCacheBytes),
+		rows:     newLRU[rowsKey, rowsEntry](rowsCacheBytes),
 		now:      time.Now,
 	}
 	s.corr.entries = map[int64]corrEntry{}
