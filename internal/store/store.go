@@ -8,8 +8,11 @@
 // store/postgres; storetest is the suite both must pass.
 //
 // Durability: every method that changes data returns only after the change is
-// on disk (fsync). Deliver and Append of concurrent callers share one commit
-// (group commit).
+// on disk (fsync), except Expunge and StoreFlags, whose loss loses no mail:
+// an implementation may commit them without fsync, so that a power failure
+// can take them back (expunged messages reappear, flags revert) until the
+// next durable commit, at most about a second later (store/sqlite's doc.go).
+// Deliver and Append of concurrent callers share one commit (group commit).
 package store
 
 import (

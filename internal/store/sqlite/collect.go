@@ -70,7 +70,7 @@ func (s *Store) collectOnce() error {
 	total := 0
 	for range 1000 { // bounded: at most 500k blobs per pass
 		n := 0
-		err := s.write(context.Background(), func(w *wtx) error {
+		err := s.writeAfterDurable(context.Background(), func(w *wtx) error { // files go: earlier relaxed expunges must be on disk
 			n = 0
 			rows, err := w.query("SELECT id, sha256 FROM blobs WHERE refcount <= 0 LIMIT ?", collectBatch)
 			if err != nil {

@@ -63,7 +63,7 @@
 // # Durability and group commit
 //
 // The database runs in WAL mode with synchronous=FULL, so a committed
-// transaction is on disk. Reads use a pool of read-only connections and
+// transaction is on disk (except the relaxed class, below). Reads use a pool of read-only connections and
 // never wait for the writer. All writes go through one writer goroutine that
 // owns the single write connection: it takes every write request that is
 // queued, runs each in its own SAVEPOINT inside one BEGIN IMMEDIATE
@@ -77,6 +77,39 @@
 // directory. Only then is the request queued; it returns after the commit. A
 // crash therefore can leave a file without a row, never a row without a
 // file, and no acknowledged message is lost.
+//
+// # Durability classes
+//
+// Every request that can bring mail in (Deliver, Append, Copy, Move, the
+// outbound queue, the directory) is committed with synchronous=FULL: the
+// WAL is fsynced before the caller learns of the commit, so SMTP's 250 and
+// IMAP's OK come only after the fsync. Expunge and StoreFlags are the
+// relaxed class (writeRelaxed): losing them on a power failure loses no
+// mail, so the writer commits a batch made only of them with
+// synchronous=NORMAL (set outside the transaction, FULL again right
+// after), without fsync. In WAL mode the next FULL commit fsyncs the WAL
+// file and with it every earlier frame; a FULL batch that follows relaxed
+// ones also rewrites a marker row, so that it certainly appends to the WAL
+// and syncs. Relaxed commits stay unsynced for at most relaxedSyncDelay (1
+// s; then the writer syncs them itself) and at most maxRelaxedJobs (1024)
+// requests; Close syncs them. A power failure can therefore take back the
+// last second of expunges and flag changes (messages reappear, flags
+// revert) and nothing else. Two consequences are handled:
+//
+//   - the collector deletes a file because an expunge brought its reference
+//     count to zero; its requests (writeAfterDurable) first sync the relaxed
+//     commits, so a file is never deleted while a row that needs it may
+//     come back;
+//   - modification sequences handed out by lost commits would be handed out
+//     again for other changes (RFC 7162 §3.1 forbids it: a CONDSTORE client
+//     would miss them). The first relaxed request of a store is committed
+//     durably and writes a marker row meta("relaxed:<boot id>:<pid>:<n>"),
+//     removed by Close. Open finds markers of an earlier boot only after the
+//     machine went down with the store open: it then raises every mailbox's
+//     HIGHESTMODSEQ by 2^20 (more than the unsynced requests can have taken)
+//     and gives every message that MODSEQ, so CONDSTORE and QRESYNC clients
+//     fetch all flags again and see the messages whose expunge was lost.
+//     Without a boot id (not Linux) nothing is relaxed.
 //
 // Files are deleted only by the writer, inside a write transaction, so a
 // delivery that relies on an existing file cannot race with the collector:

@@ -505,3 +505,260 @@ func TestClosedStore(t *testing.T) {
 		t.Fatalf("subscription not closed by Close")
 	}
 }
+
+// commitLog records the synchronous setting of every commit (testHookCommit).
+type commitLog struct {
+	mu   sync.Mutex
+	seen []int
+}
+
+func watchCommits(t *testing.T) *commitLog {
+	t.Helper()
+	l := &commitLog{}
+	testHookCommit = func(v int) { l.mu.Lock(); l.seen = append(l.seen, v); l.mu.Unlock() }
+	t.Cleanup(func() { testHookCommit = nil })
+	return l
+}
+
+// take returns the settings seen since the last call.
+func (l *commitLog) take() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.seen
+	l.seen = nil
+	return out
+}
+
+func setRelaxedLimits(t *testing.T, delay time.Duration, maxJobs int) {
+	t.Helper()
+	d, m := relaxedSyncDelay, maxRelaxedJobs
+	relaxedSyncDelay, maxRelaxedJobs = delay, maxJobs
+	t.Cleanup(func() { relaxedSyncDelay, maxRelaxedJobs = d, m })
+}
+
+// TestRelaxedCommitClasses: expunges and flag changes commit without fsync
+// (synchronous=NORMAL), every delivery and append with it (FULL); a durable
+// commit after relaxed ones syncs them all, and the collector deletes files
+// only after the expunges that freed them are on disk.
+func TestRelaxedCommitClasses(t *testing.T) {
+	if bootID() == "" {
+		t.Skip("no boot id: commits are never relaxed here")
+	}
+	setRelaxedLimits(t, time.Hour, 1024) // no sync by the timer during this test
+	s := openTest(t)
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	for i := range 3 {
+		if _, err := s.Append(ctx, inbox.ID, testMsg(i), 0, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := watchCommits(t)
+	del := func(uid uint32) {
+		t.Helper()
+		if _, err := s.StoreFlags(ctx, inbox.ID, store.UIDSet{{Start: uid, Stop: uid}}, store.FlagsAdd, store.FlagDeleted, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first relaxed request of a store is durable: it writes the marker.
+	del(1)
+	if got := log.take(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("first flag change committed with synchronous %v, want [2] (it writes the marker)", got)
+	}
+	var n int
+	if err := s.rdb.QueryRow("SELECT count(*) FROM meta WHERE key = ?", s.rx.marker).Scan(&n); err != nil || n != 1 || s.rx.marker == "" {
+		t.Fatalf("marker %q rows %d, %v", s.rx.marker, n, err)
+	}
+	if uids, err := s.Expunge(ctx, inbox.ID, nil); err != nil || len(uids) != 1 {
+		t.Fatalf("Expunge = %v, %v", uids, err)
+	}
+	if got := log.take(); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("expunge committed with synchronous %v, want [1] (NORMAL)", got)
+	}
+	if p := s.rx.pending.Load(); p != 1 {
+		t.Fatalf("pending relaxed requests = %d, want 1", p)
+	}
+	// A delivery after the relaxed expunge: committed with fsync, and that
+	// fsync makes the expunge durable too.
+	if _, err := s.Deliver(ctx, store.Delivery{Raw: testMsg(10), Recipients: []store.Recipient{{AccountID: a.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.take(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("delivery after a relaxed expunge committed with synchronous %v, want [2] (FULL)", got)
+	}
+	if p := s.rx.pending.Load(); p != 0 {
+		t.Fatalf("pending relaxed requests after a durable commit = %d, want 0", p)
+	}
+	var syncMode int
+	if err := s.wdb.QueryRow("PRAGMA synchronous").Scan(&syncMode); err != nil || syncMode != 2 {
+		t.Fatalf("write connection at rest: synchronous = %d, %v; want 2 (FULL)", syncMode, err)
+	}
+	// A request that acts on earlier commits (the collector) runs after a sync.
+	del(2)
+	if _, err := s.Expunge(ctx, inbox.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	pendingSeen := int64(-1)
+	if err := s.writeAfterDurable(ctx, func(w *wtx) error { pendingSeen = s.rx.pending.Load(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.take(); pendingSeen != 0 || len(got) != 2 || got[0] != 2 || got[1] != 2 {
+		t.Fatalf("durable-past request saw %d pending, commits %v; want 0 pending after a durable sync [2 2]", pendingSeen, got)
+	}
+	if err := s.collectOnce(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.blobPath(hashRaw(testMsg(1)))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("expunged message's file after collection: %v", err)
+	}
+	log.take()
+	// The bound on unsynced relaxed requests.
+	maxRelaxedJobs = 2
+	for _, f := range []store.Flags{store.FlagSeen, store.FlagFlagged, store.FlagAnswered} {
+		if _, err := s.StoreFlags(ctx, inbox.ID, nil, store.FlagsAdd, f, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := log.take(); len(got) != 3 || got[0] != 1 || got[1] != 1 || got[2] != 2 {
+		t.Fatalf("three flag changes with at most 2 unsynced: synchronous %v, want [1 1 2]", got)
+	}
+}
+
+// TestRelaxedSyncedByWriter: relaxed commits do not stay unsynced when no
+// other commit follows; Close syncs them and removes the marker.
+func TestRelaxedSyncedByWriter(t *testing.T) {
+	if bootID() == "" {
+		t.Skip("no boot id: commits are never relaxed here")
+	}
+	setRelaxedLimits(t, 20*time.Millisecond, 1024)
+	dir := t.TempDir()
+	s, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	if _, err := s.Append(ctx, inbox.ID, testMsg(1), 0, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	log := watchCommits(t)
+	for _, f := range []store.Flags{store.FlagSeen, store.FlagFlagged} {
+		if _, err := s.StoreFlags(ctx, inbox.ID, nil, store.FlagsAdd, f, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Bounded wait for the writer's own sync (20 ms after the commit).
+	for i := 0; s.rx.pending.Load() != 0 && i < 1000; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := s.rx.pending.Load(); p != 0 {
+		t.Fatalf("relaxed commits still unsynced after 10 s: %d", p)
+	}
+	got := log.take()
+	if len(got) != 3 || got[1] != 1 || got[2] != 2 {
+		t.Fatalf("commits %v, want [2 1 2]: marker, relaxed change, the writer's sync", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "pimail.db")+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM meta WHERE key LIKE 'relaxed:%'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("markers after Close: %d, %v; want 0", n, err)
+	}
+}
+
+// TestRelaxedRecoveryAfterPowerFailure: a marker left by a store of another
+// boot means relaxed commits may have been lost with modification
+// sequences clients saw; Open raises every mailbox's HIGHESTMODSEQ beyond
+// them and gives every message the new value, so a CONDSTORE client's
+// CHANGEDSINCE/QRESYNC reports everything again. A marker of this boot
+// (another running process) changes nothing.
+func TestRelaxedRecoveryAfterPowerFailure(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	for i := range 3 {
+		if _, err := s.Append(ctx, inbox.ID, testMsg(i), 0, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.StoreFlags(ctx, inbox.ID, nil, store.FlagsAdd, store.FlagSeen, nil); err != nil {
+		t.Fatal(err)
+	}
+	live := fmt.Sprintf("relaxed:%s:1:1", bootID())
+	if err := s.write(ctx, func(w *wtx) error {
+		_, err := w.exec("INSERT INTO meta (key, value) VALUES ('relaxed:some-earlier-boot:123:1', 1), (?, 1)", live)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := inboxOf(t, s, a).HighestModSeq
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := inboxOf(t, s2, a)
+	want := before + relaxedModSeqGap
+	if bootID() == "" {
+		want = before + 2*relaxedModSeqGap // without a boot id every marker is stale
+	}
+	if mb.HighestModSeq != want {
+		t.Fatalf("HIGHESTMODSEQ after the crash = %d, want %d (%d + gap)", mb.HighestModSeq, want, before)
+	}
+	ch, err := s2.Changes(ctx, inbox.ID, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Updated) != 3 {
+		t.Fatalf("changes since the last MODSEQ before the crash: %d messages, want all 3", len(ch.Updated))
+	}
+	for _, m := range ch.Updated {
+		if m.ModSeq != want {
+			t.Fatalf("message UID %d MODSEQ %d, want %d", m.UID, m.ModSeq, want)
+		}
+	}
+	var keys []string
+	rows, err := s2.rdb.Query("SELECT key FROM meta WHERE key LIKE 'relaxed:%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		rows.Scan(&k)
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if bootID() != "" && (len(keys) != 1 || keys[0] != live) {
+		t.Fatalf("markers after recovery: %v, want only this boot's %q", keys, live)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A clean restart changes nothing.
+	s3, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Close()
+	if bootID() != "" {
+		if got := inboxOf(t, s3, a).HighestModSeq; got != want {
+			t.Fatalf("HIGHESTMODSEQ after a clean restart = %d, want %d", got, want)
+		}
+	}
+}

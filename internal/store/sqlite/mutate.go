@@ -83,7 +83,9 @@ func (s *Store) StoreFlags(ctx context.Context, mailboxID int64, uids store.UIDS
 	}
 	flags &= allFlags
 	var out []store.FlagUpdate
-	err = s.write(ctx, func(w *wtx) error {
+	// A flag change lost to a power failure loses no mail: it is committed
+	// without fsync (writeRelaxed, see doc.go).
+	err = s.writeRelaxed(ctx, func(w *wtx) error {
 		out = nil
 		mb, err := mailboxByID(w, mailboxID)
 		if err != nil {
@@ -325,7 +327,9 @@ func (s *Store) Move(ctx context.Context, srcMailboxID int64, uids store.UIDSet,
 // EXPUNGE RFC 4315).
 func (s *Store) Expunge(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]uint32, error) {
 	var out []uint32
-	err := s.write(ctx, func(w *wtx) error {
+	// An expunge lost to a power failure loses no mail (the messages come
+	// back): it is committed without fsync (writeRelaxed, see doc.go).
+	err := s.writeRelaxed(ctx, func(w *wtx) error {
 		out = nil
 		mb, err := mailboxByID(w, mailboxID)
 		if err != nil {

@@ -89,6 +89,8 @@ type Store struct {
 	// busyUntil (Unix ns): the writer saw concurrent writes; the indexer
 	// defers its work until then (fts_indexer.go).
 	busyUntil atomic.Int64
+	// rx is the writer's bookkeeping of commits without fsync (writer.go).
+	rx relaxedState
 
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc
@@ -136,6 +138,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := s.migrate(); err != nil {
 		s.closeDBs()
 		return nil, err
+	}
+	if err := s.recoverRelaxed(); err != nil { // writer.go
+		s.closeDBs()
+		return nil, fmt.Errorf("sqlite store: recover from a crash: %w", err)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)

@@ -5,6 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -87,11 +92,37 @@ type job struct {
 	events []store.Event
 	err    error
 	done   chan struct{}
+	// relaxed: the request may be committed without fsync (see
+	// writeRelaxed). durablePast: fn has effects outside the database
+	// (removing files) that rely on every earlier commit being on disk.
+	relaxed, durablePast bool
 }
 
-// write runs fn in the writer's next batch and waits for the commit.
+// write runs fn in the writer's next batch and waits for the durable
+// commit (fsync).
 func (s *Store) write(ctx context.Context, fn func(w *wtx) error) error {
-	j := &job{ctx: ctx, fn: fn, done: make(chan struct{})}
+	return s.submitWait(ctx, &job{ctx: ctx, fn: fn, done: make(chan struct{})})
+}
+
+// writeRelaxed runs fn like write, but its commit may skip the fsync: for
+// changes whose loss on power failure loses no mail (expunge, flags). A
+// crash of the machine can roll such a commit back (expunged messages
+// reappear, flags revert); the next durable commit, the writer's own sync
+// at most relaxedSyncDelay later, or at most maxRelaxedJobs relaxed
+// requests later, makes it durable. See "Durability classes" in doc.go.
+func (s *Store) writeRelaxed(ctx context.Context, fn func(w *wtx) error) error {
+	return s.submitWait(ctx, &job{ctx: ctx, fn: fn, done: make(chan struct{}), relaxed: true})
+}
+
+// writeAfterDurable runs fn like write, after making every earlier relaxed
+// commit durable: for requests that act on the file system on the strength
+// of earlier commits (the collector deletes a file because an expunge
+// brought its reference count to zero).
+func (s *Store) writeAfterDurable(ctx context.Context, fn func(w *wtx) error) error {
+	return s.submitWait(ctx, &job{ctx: ctx, fn: fn, done: make(chan struct{}), durablePast: true})
+}
+
+func (s *Store) submitWait(ctx context.Context, j *job) error {
 	if err := s.submit(ctx, j); err != nil {
 		return err
 	}
@@ -122,9 +153,33 @@ func (s *Store) submit(ctx context.Context, j *job) error {
 // whatever requests are queued (up to MaxBatch) and commits them together.
 func (s *Store) writer() {
 	defer s.wg.Done()
+	defer s.closeRelaxed()
 	batch := make([]*job, 0, s.opts.MaxBatch)
+	syncTimer := time.NewTimer(time.Hour)
+	syncTimer.Stop()
+	armed := false
 	for {
-		j, ok := <-s.jobs
+		var j *job
+		ok := true
+		if s.rx.pending.Load() > 0 {
+			if !armed {
+				syncTimer.Reset(relaxedSyncDelay)
+				armed = true
+			}
+			select {
+			case j, ok = <-s.jobs:
+			case <-syncTimer.C:
+				armed = false
+				s.syncRelaxed()
+				continue
+			}
+		} else {
+			if armed {
+				syncTimer.Stop() // Go ≥ 1.23: no stale tick is received after Stop
+				armed = false
+			}
+			j, ok = <-s.jobs
+		}
 		if !ok {
 			return
 		}
@@ -163,10 +218,19 @@ func (s *Store) runBatch(batch []*job) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
 	defer cancel()
-	err := retryBusy(ctx, func() error { return s.tryBatch(live) })
+	var err error
+	relaxed := s.batchRelaxed(live)
+	if !relaxed && s.rx.pending.Load() > 0 && slices.ContainsFunc(live, func(j *job) bool { return j.durablePast }) {
+		// Make the relaxed commits durable before a request acts on them.
+		err = s.syncRelaxedCtx(ctx)
+	}
+	if err == nil {
+		err = retryBusy(ctx, func() error { return s.tryBatch(live, relaxed) })
+	}
 	if err == nil {
 		s.batches.Add(1)
 		s.batchJobs.Add(int64(len(live)))
+		s.afterCommit(relaxed, len(live))
 	}
 	if len(live) > 1 {
 		// Writes from several sessions at once: the indexer steps aside.
@@ -192,8 +256,16 @@ func (s *Store) runBatch(batch []*job) {
 // tryBatch makes one attempt at committing the batch. A job's own error is
 // kept in the job (its savepoint rolled back); only an error that dooms the
 // whole transaction is returned.
-func (s *Store) tryBatch(batch []*job) (err error) {
+func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
 	ctx := context.Background()
+	if err := s.setSynchronous(ctx, !relaxed); err != nil {
+		return err
+	}
+	if relaxed {
+		// Back to FULL at once, whatever happens: every other use of
+		// the connection must find the durable setting.
+		defer s.setSynchronous(ctx, true)
+	}
 	tx, err := s.wdb.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see dsn)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -203,6 +275,9 @@ func (s *Store) tryBatch(batch []*job) (err error) {
 			tx.Rollback()
 		}
 	}()
+	if err := s.markRelaxed(ctx, tx, batch, relaxed); err != nil {
+		return err
+	}
 	stmts := &batchStmts{tx: tx, m: map[string]*sql.Stmt{}}
 	for _, j := range batch {
 		j.err, j.events = nil, nil
@@ -225,6 +300,13 @@ func (s *Store) tryBatch(batch []*job) (err error) {
 		if _, err := tx.ExecContext(ctx, "RELEASE job"); err != nil {
 			return fmt.Errorf("release savepoint: %w", err)
 		}
+	}
+	if testHookCommit != nil {
+		var sync int
+		if err := tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+			return fmt.Errorf("read synchronous: %w", err)
+		}
+		testHookCommit(sync)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
@@ -282,3 +364,234 @@ func retryBusy(ctx context.Context, fn func() error) error {
 		delay = min(delay*2, 250*time.Millisecond)
 	}
 }
+
+// Relaxed commits (see writeRelaxed and "Durability classes" in doc.go).
+var (
+	// relaxedSyncDelay is how long relaxed commits may stay without
+	// fsync when no other commit comes: then the writer syncs them.
+	relaxedSyncDelay = time.Second
+	// maxRelaxedJobs bounds the relaxed requests committed since the last
+	// fsync; the batch that would exceed it is committed durably. It also
+	// bounds how many modification sequences of a mailbox a power failure
+	// can take back, which relaxedModSeqGap must exceed.
+	maxRelaxedJobs = 1024
+)
+
+// relaxedModSeqGap is what Open adds to every mailbox's HIGHESTMODSEQ after
+// a power failure may have taken back relaxed commits (recoverRelaxed).
+const relaxedModSeqGap = 1 << 20
+
+// relaxedState is the writer's bookkeeping of relaxed commits. Only the
+// writer goroutine changes it; pending is atomic so that tests can read it.
+type relaxedState struct {
+	pending atomic.Int64 // relaxed requests committed since the WAL was last fsynced
+	// marker is the meta key that records, durably, that this store may
+	// have relaxed commits on disk (relaxedMarker); "" until written.
+	marker    string
+	newMarker string // the marker written by the transaction being tried
+	sync      int8   // the write connection's synchronous setting: 0 unknown, 1 NORMAL, 2 FULL
+}
+
+// markerSeq tells apart the stores one process opens on one directory.
+var markerSeq atomic.Int64
+
+// bootID identifies the running kernel (Linux); "" elsewhere, and then no
+// commit is relaxed, because recoverRelaxed could not tell a power failure
+// from another process that is still running.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
+// relaxedMarker builds this store's marker key: "relaxed:<boot id>:<pid>:<n>".
+func relaxedMarker() string {
+	return fmt.Sprintf("relaxed:%s:%d:%d", bootID(), os.Getpid(), markerSeq.Add(1))
+}
+
+// batchRelaxed decides whether a batch may be committed without fsync:
+// only when every request in it is relaxed, the marker is on disk and the
+// bound on unsynced requests is kept.
+func (s *Store) batchRelaxed(batch []*job) bool {
+	if s.rx.marker == "" || int(s.rx.pending.Load())+len(batch) > maxRelaxedJobs {
+		return false
+	}
+	for _, j := range batch {
+		if !j.relaxed {
+			return false
+		}
+	}
+	return true
+}
+
+// setSynchronous switches the write connection between synchronous=FULL
+// (full) and NORMAL, outside a transaction (SQLite ignores the pragma
+// inside one). A failure leaves the setting unknown, so that the next batch
+// sets it again before it begins.
+func (s *Store) setSynchronous(ctx context.Context, full bool) error {
+	want, q := int8(2), "PRAGMA synchronous=FULL"
+	if !full {
+		want, q = 1, "PRAGMA synchronous=NORMAL"
+	}
+	if s.rx.sync == want {
+		return nil
+	}
+	s.rx.sync = 0
+	if _, err := s.wdb.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("set %s: %w", q, err)
+	}
+	s.rx.sync = want
+	return nil
+}
+
+// markRelaxed runs at the start of every batch's transaction. A durable
+// batch that follows relaxed commits writes the marker row, so that it
+// certainly appends to the WAL and its fsync covers the relaxed commits
+// before it (a transaction that changes nothing is not synced). The first
+// batch with relaxed requests is committed durably and writes the marker.
+func (s *Store) markRelaxed(ctx context.Context, tx *sql.Tx, batch []*job, relaxed bool) error {
+	s.rx.newMarker = ""
+	switch {
+	case relaxed:
+		return nil
+	case s.rx.marker != "" && s.rx.pending.Load() > 0:
+		if _, err := tx.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = ?", time.Now().Unix(), s.rx.marker); err != nil {
+			return fmt.Errorf("update relaxed-commit marker: %w", err)
+		}
+	case s.rx.marker == "" && bootID() != "" && slices.ContainsFunc(batch, func(j *job) bool { return j.relaxed }):
+		m := relaxedMarker()
+		if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", m, time.Now().Unix()); err != nil {
+			return fmt.Errorf("write relaxed-commit marker: %w", err)
+		}
+		s.rx.newMarker = m
+	}
+	return nil
+}
+
+// afterCommit updates the bookkeeping after a batch of n requests committed.
+func (s *Store) afterCommit(relaxed bool, n int) {
+	if relaxed {
+		s.rx.pending.Add(int64(n))
+		return
+	}
+	s.rx.pending.Store(0) // the fsync of the WAL covered every earlier frame
+	if s.rx.newMarker != "" {
+		s.rx.marker, s.rx.newMarker = s.rx.newMarker, ""
+	}
+}
+
+// syncRelaxed makes the relaxed commits durable with a durable commit of
+// the marker row; errors are logged (the next durable commit syncs them).
+func (s *Store) syncRelaxed() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
+	defer cancel()
+	if err := s.syncRelaxedCtx(ctx); err != nil {
+		s.log.Warn("syncing relaxed commits", "err", err)
+	}
+}
+
+func (s *Store) syncRelaxedCtx(ctx context.Context) error {
+	if s.rx.pending.Load() == 0 {
+		return nil
+	}
+	err := retryBusy(ctx, func() error { return s.tryBatch(nil, false) })
+	if err != nil {
+		return fmt.Errorf("sync relaxed commits: %w", err)
+	}
+	s.afterCommit(false, 0)
+	return nil
+}
+
+// closeRelaxed runs when the writer stops: it deletes the marker in a
+// durable commit, which also syncs the relaxed commits before it.
+func (s *Store) closeRelaxed() {
+	if s.rx.marker == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
+	defer cancel()
+	err := retryBusy(ctx, func() error {
+		if err := s.setSynchronous(ctx, true); err != nil {
+			return err
+		}
+		_, err := s.wdb.ExecContext(ctx, "DELETE FROM meta WHERE key = ?", s.rx.marker)
+		return err
+	})
+	if err != nil {
+		s.log.Warn("removing the relaxed-commit marker", "err", err)
+		return
+	}
+	s.rx.marker = ""
+	s.rx.pending.Store(0)
+}
+
+// recoverRelaxed runs at Open, before the writer starts. A marker of
+// another boot means that a store committed without fsync and the machine
+// went down before it closed: a power failure may have taken back relaxed
+// commits, and with them modification sequences that clients have seen
+// (RFC 7162 §3.1: a MODSEQ must not be handed out twice for different
+// states). Every mailbox's HIGHESTMODSEQ then jumps by relaxedModSeqGap
+// (more than the relaxed requests that can be unsynced) and every message
+// takes the new value, so that CONDSTORE and QRESYNC clients fetch the
+// flags again and see messages whose expunge was lost. Markers of this boot
+// belong to running processes (or to ones that crashed without a power
+// failure, which loses nothing) and stay.
+func (s *Store) recoverRelaxed() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout)
+	defer cancel()
+	boot := bootID()
+	return retryBusy(ctx, func() error {
+		tx, err := s.wdb.BeginTx(ctx, nil) // BEGIN IMMEDIATE
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		rows, err := tx.QueryContext(ctx, "SELECT key FROM meta WHERE key LIKE 'relaxed:%'")
+		if err != nil {
+			return fmt.Errorf("list relaxed-commit markers: %w", err)
+		}
+		var stale []string
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return fmt.Errorf("list relaxed-commit markers: %w", err)
+			}
+			if b, _, _ := strings.Cut(strings.TrimPrefix(k, "relaxed:"), ":"); b != boot || boot == "" {
+				stale = append(stale, k)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list relaxed-commit markers: %w", err)
+		}
+		if len(stale) == 0 {
+			return nil
+		}
+		for _, q := range []string{
+			fmt.Sprintf("UPDATE mailboxes SET highestmodseq = highestmodseq + %d", relaxedModSeqGap),
+			"UPDATE mail SET modseq = (SELECT highestmodseq FROM mailboxes WHERE mailboxes.id = mail.mailbox_id)",
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("raise modification sequences after a crash: %w", err)
+			}
+		}
+		for _, k := range stale {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM meta WHERE key = ?", k); err != nil {
+				return fmt.Errorf("remove relaxed-commit marker: %w", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		s.log.Warn("the machine went down while relaxed commits (expunges, flag changes) were not synced: they may have been taken back; modification sequences raised so that clients resynchronise",
+			"markers", len(stale))
+		return nil
+	})
+}
+
+// testHookCommit, set by tests, receives the synchronous setting (1 NORMAL,
+// 2 FULL) of every batch transaction just before it commits.
+var testHookCommit func(synchronous int)
