@@ -4,8 +4,10 @@ import (
 	"database/sql/driver"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	sqlite "modernc.org/sqlite"
 
@@ -78,14 +80,38 @@ var errEnvCodec = errors.New("malformed compact envelope")
 // decodeCompactEnvelope decodes encodeEnvelope's output. The strings
 // share one allocation (a copy of data), and the addresses one slice.
 func decodeCompactEnvelope(data []byte) (message.Envelope, error) {
+	var addrs addrArena
+	return decodeEnvelopeShared(slices.Clone(data), &addrs)
+}
+
+// addrArena hands out the address slices of many envelopes from shared
+// blocks.
+type addrArena struct{ block []message.Address }
+
+func (a *addrArena) take(n int) []message.Address {
+	if cap(a.block)-len(a.block) < n {
+		a.block = make([]message.Address, 0, max(n, 512))
+	}
+	k := len(a.block)
+	a.block = a.block[:k+n]
+	return a.block[k : k+n : k+n]
+}
+
+// decodeEnvelopeShared decodes encodeEnvelope's output without copying
+// it: every string of the result is a view of data, which the caller must
+// never change afterwards, and the address lists come from addrs.
+func decodeEnvelopeShared(data []byte, addrs *addrArena) (message.Envelope, error) {
 	var e message.Envelope
 	if len(data) == 0 || data[0] != envCodecVersion {
 		return e, errEnvCodec
 	}
-	s := string(data) // one copy; every field is a substring of it
 	i := 1
 	bad := false
 	num := func() int {
+		if i < len(data) && data[i] < 0x80 { // the common one-byte varint
+			i++
+			return int(data[i-1])
+		}
 		v, n := binary.Uvarint(data[i:])
 		if n <= 0 || v > uint64(len(data)) {
 			bad = true
@@ -96,11 +122,14 @@ func decodeCompactEnvelope(data []byte) (message.Envelope, error) {
 	}
 	str := func() string {
 		l := num()
-		if bad || i+l > len(s) {
+		if bad || l > len(data)-i {
 			bad = true
 			return ""
 		}
-		v := s[i : i+l]
+		if l == 0 {
+			return ""
+		}
+		v := unsafe.String(&data[i], l)
 		i += l
 		return v
 	}
@@ -108,50 +137,26 @@ func decodeCompactEnvelope(data []byte) (message.Envelope, error) {
 	e.Subject = str()
 	e.InReplyTo = str()
 	e.MessageID = str()
-	// Count the addresses first so that all lists share one slice.
-	var counts [6]int
-	var all []message.Address
-	start := i
-	total := 0
-	for li := range counts {
+	var lists [6][]message.Address
+	for li := range lists {
 		c := num()
-		if bad {
+		if bad || c > len(data)-i { // each address takes at least 5 bytes
 			return message.Envelope{}, errEnvCodec
 		}
-		counts[li] = c
-		total += c
-		for range c {
+		if c == 0 {
+			continue
+		}
+		l := addrs.take(c)
+		for j := range l {
 			if i >= len(data) {
 				return message.Envelope{}, errEnvCodec
 			}
-			i++ // flag
-			for range 4 {
-				l := num()
-				if bad || i+l > len(data) {
-					return message.Envelope{}, errEnvCodec
-				}
-				i += l
-			}
-		}
-	}
-	if total > 0 {
-		all = make([]message.Address, total)
-	}
-	i = start
-	k := 0
-	var lists [6][]message.Address
-	for li := range counts {
-		num()
-		for range counts[li] {
-			a := &all[k]
+			a := &l[j]
 			a.End = data[i]&1 != 0
 			i++
 			a.Name, a.Mailbox, a.Host, a.Group = str(), str(), str(), str()
-			k++
 		}
-		if counts[li] > 0 {
-			lists[li] = all[k-counts[li] : k : k]
-		}
+		lists[li] = l
 	}
 	if bad {
 		return message.Envelope{}, errEnvCodec

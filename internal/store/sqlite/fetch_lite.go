@@ -22,7 +22,35 @@ import (
 
 // FetchEnvelopes is Fetch whose Parsed holds only the envelope (RFC 9051
 // §7.5.2): Parsed.Body is nil and the decoded search fields are empty.
+// The strings of the envelopes share a few large allocations.
 func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error) {
+	k, err := s.fetchRows(ctx, mailboxID, uids, liteEnvelope)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: fetch envelopes: %w", err)
+	}
+	if len(k.noFetch) > 0 {
+		// Blobs without a blob_fetch row (none are expected: every
+		// write path adds one): the whole chunk the old way.
+		return s.fetchEnvelopesTx(ctx, mailboxID, uids)
+	}
+	metas := k.metas
+	// Parsed values live in one slice: one allocation per chunk.
+	parsed := make([]message.Parsed, len(metas))
+	var addrs addrArena
+	for i := range metas {
+		e, err := decodeEnvelopeShared(k.data[i], &addrs)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite store: fetch envelopes: envelope of blob %d: %w", metas[i].BlobID, err)
+		}
+		parsed[i].Envelope = e
+		metas[i].Parsed = &parsed[i]
+	}
+	return metas, nil
+}
+
+// fetchEnvelopesTx is FetchEnvelopes for chunks with a blob that has no
+// blob_fetch row: their envelope comes from the stored parse.
+func (s *Store) fetchEnvelopesTx(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error) {
 	tx, _, err := s.readTx(ctx, mailboxID)
 	if err != nil {
 		return nil, err
@@ -67,7 +95,6 @@ func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: fetch envelopes: %w", err)
 	}
-	// Parsed values live in one slice: one allocation per chunk.
 	for i := range metas {
 		metas[i].Parsed = &parsed[i]
 	}
@@ -80,8 +107,29 @@ func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 // message without that row (delivered before version 6) has its header
 // read from its file, the first Body.BodyStart bytes with one pread, and
 // stored in blob_headers in the background for the next time.
-// headers[i] belongs to metas[i]; all headers share one buffer.
+// headers[i] belongs to metas[i]; the headers share a few large buffers,
+// which the caller must not change.
 func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, headers [][]byte, err error) {
+	k, err := s.fetchRows(ctx, mailboxID, uids, liteHeader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite store: fetch headers: %w", err)
+	}
+	if len(k.noFetch) > 0 {
+		return s.fetchHeadersTx(ctx, mailboxID, uids)
+	}
+	for _, h := range k.data {
+		if h == nil {
+			// A header not in blob_headers yet: the whole chunk the
+			// old way, which reads it from the file and stores it.
+			return s.fetchHeadersTx(ctx, mailboxID, uids)
+		}
+	}
+	return k.metas, k.data, nil
+}
+
+// fetchHeadersTx is FetchHeaders for chunks with a message whose header
+// is not in blob_headers.
+func (s *Store) fetchHeadersTx(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, headers [][]byte, err error) {
 	tx, _, err := s.readTx(ctx, mailboxID)
 	if err != nil {
 		return nil, nil, err

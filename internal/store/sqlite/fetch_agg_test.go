@@ -1,0 +1,125 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"pimail/internal/store"
+)
+
+// The chunk queries (pimail_fetch_rows) answer every shape of UID set as
+// the general Fetch does: the rows in the set, in UID order, with their
+// flags, keywords, sizes, envelopes and headers.
+func TestFetchRowsSets(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	if _, err := s.AddDomain(ctx, "example.org"); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.AddAccount(ctx, "rows@example.org", "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := mustInbox(t, s, acct.ID)
+	for i := range 40 {
+		raw := fmt.Sprintf("From: \"Sender %d\" <s%d@example.net>\r\nTo: a@example.org, b@example.org\r\n"+
+			"Subject: message \"%d\" \\ é\r\nMessage-ID: <m%d@x>\r\nDate: Mon, 2 Jan 2023 10:00:00 +0100\r\n\r\nbody %d\r\n", i, i, i, i, i)
+		if _, err := s.Deliver(ctx, store.Delivery{Raw: []byte(raw), InternalDate: time.Unix(1700000000+int64(i), 0),
+			Recipients: []store.Recipient{{AccountID: acct.ID}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Flags and keywords on some, and holes in the UIDs.
+	if _, err := s.StoreFlags(ctx, mb, store.UIDSet{{Start: 3, Stop: 9}}, store.FlagsAdd, store.FlagSeen|store.FlagFlagged, []string{"$Junk", "Work"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StoreFlags(ctx, mb, store.UIDSet{{Start: 11, Stop: 20}}, store.FlagsAdd, store.FlagDeleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expunge(ctx, mb, store.UIDSet{{Start: 11, Stop: 14}}); err != nil {
+		t.Fatal(err)
+	}
+	sets := []store.UIDSet{
+		nil,
+		{{Start: 1, Stop: 0}},
+		{{Start: 5, Stop: 5}},
+		{{Start: 30, Stop: 2}}, // reversed, as 30:2 may be sent
+		{{Start: 10, Stop: 16}},
+		{{Start: 1, Stop: 3}, {Start: 7, Stop: 8}, {Start: 12, Stop: 25}, {Start: 39, Stop: 0}},
+		{{Start: 100, Stop: 200}}, // nothing there
+	}
+	for _, set := range sets {
+		want, err := s.Fetch(ctx, mb, set, store.FetchOptions{Parsed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs, err := s.FetchEnvelopes(ctx, mb, set)
+		if err != nil {
+			t.Fatalf("FetchEnvelopes %v: %v", set, err)
+		}
+		metas, headers, err := s.FetchHeaders(ctx, mb, set)
+		if err != nil {
+			t.Fatalf("FetchHeaders %v: %v", set, err)
+		}
+		if len(envs) != len(want) || len(metas) != len(want) || len(headers) != len(want) {
+			t.Fatalf("set %v: %d envelopes, %d headers, want %d", set, len(envs), len(metas), len(want))
+		}
+		for i, w := range want {
+			for _, got := range []store.MessageMeta{envs[i], metas[i]} {
+				if got.UID != w.UID || got.ModSeq != w.ModSeq || got.Flags != w.Flags || got.Size != w.Size ||
+					got.BlobID != w.BlobID || got.MailboxID != mb || !got.InternalDate.Equal(w.InternalDate) ||
+					!reflect.DeepEqual(got.Keywords, w.Keywords) {
+					t.Errorf("set %v uid %d: %+v, want %+v", set, w.UID, got, w)
+				}
+			}
+			if !reflect.DeepEqual(envs[i].Parsed.Envelope, w.Parsed.Envelope) {
+				t.Errorf("set %v uid %d: envelope %+v, want %+v", set, w.UID, envs[i].Parsed.Envelope, w.Parsed.Envelope)
+			}
+			raw, err := s.ReadBlob(ctx, w.BlobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(headers[i]) != string(raw[:w.Parsed.Body.BodyStart]) {
+				t.Errorf("set %v uid %d: header %q", set, w.UID, headers[i])
+			}
+		}
+	}
+	if _, err := s.FetchEnvelopes(ctx, 999999, nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("FetchEnvelopes of a missing mailbox: %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.FetchHeaders(ctx, 999999, store.UIDSet{{Start: 1, Stop: 5}}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("FetchHeaders of a missing mailbox: %v, want ErrNotFound", err)
+	}
+}
+
+// A cancelled request ends its query with an error and leaves nothing
+// behind for the next one (the statements are prepared with the store's
+// context).
+func TestFetchRowsCancelled(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	if _, err := s.AddDomain(ctx, "example.org"); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.AddAccount(ctx, "c@example.org", "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := mustInbox(t, s, acct.ID)
+	if _, err := s.Deliver(ctx, store.Delivery{Raw: benchMsg(1), Recipients: []store.Recipient{{AccountID: acct.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.FetchEnvelopes(cctx, mb, store.UIDSet{{Start: 1, Stop: 0}}); err == nil {
+		t.Error("FetchEnvelopes with a cancelled context succeeded")
+	}
+	envs, err := s.FetchEnvelopes(ctx, mb, store.UIDSet{{Start: 1, Stop: 0}})
+	if err != nil || len(envs) != 1 || envs[0].Parsed.Envelope.Subject != "bench 1" {
+		t.Fatalf("FetchEnvelopes after a cancelled one: %v, %v", envs, err)
+	}
+}
