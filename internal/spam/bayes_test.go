@@ -112,12 +112,12 @@ func TestModelFileRoundTripAndDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.nspam != m.nspam || got.nham != m.nham || len(got.tokens) != len(m.tokens) {
-		t.Fatalf("round trip: %d/%d/%d vs %d/%d/%d", got.nspam, got.nham, len(got.tokens), m.nspam, m.nham, len(m.tokens))
+	if got.nspam != m.nspam || got.nham != m.nham || got.Size() != m.Size() {
+		t.Fatalf("round trip: %d/%d/%d vs %d/%d/%d", got.nspam, got.nham, got.Size(), m.nspam, m.nham, m.Size())
 	}
 	for h, c := range m.tokens {
-		if got.tokens[h] != c {
-			t.Fatalf("token %x: %+v vs %+v", h, got.tokens[h], c)
+		if got.count(h) != c {
+			t.Fatalf("token %x: %+v vs %+v", h, got.count(h), c)
 		}
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))

@@ -34,11 +34,7 @@ var ErrBadModel = errors.New("spam: bad model file")
 // WriteTo writes the model in the binary format.
 func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	m.mu.RLock()
-	keys := make([]uint64, 0, len(m.tokens))
-	for h := range m.tokens {
-		keys = append(keys, h)
-	}
-	slices.Sort(keys)
+	keys, vals := m.sorted()
 	crc := crc32.NewIEEE()
 	cw := &countWriter{w: io.MultiWriter(w, crc)}
 	bw := bufio.NewWriterSize(cw, 64<<10)
@@ -48,8 +44,8 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	for _, v := range []uint64{uint64(m.nspam), uint64(m.nham), uint64(len(keys))} {
 		bw.Write(binary.AppendUvarint(buf[:0], v))
 	}
-	for _, h := range keys {
-		c := m.tokens[h]
+	for i, h := range keys {
+		c := vals[i]
 		b := binary.BigEndian.AppendUint64(buf[:0], h)
 		bw.Write(b)
 		bw.Write(binary.AppendUvarint(buf[:0], uint64(c.spam)))
@@ -61,6 +57,24 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	}
 	n, err := w.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
 	return cw.n + int64(n), err
+}
+
+// sorted returns the tokens, hashes ascending, with their counts. Called
+// with mu held.
+func (m *Model) sorted() ([]uint64, []counts) {
+	if m.tab != nil {
+		return m.tab.keys, m.tab.vals
+	}
+	keys := make([]uint64, 0, len(m.tokens))
+	for h := range m.tokens {
+		keys = append(keys, h)
+	}
+	slices.Sort(keys)
+	vals := make([]counts, len(keys))
+	for i, h := range keys {
+		vals[i] = m.tokens[h]
+	}
+	return keys, vals
 }
 
 type countWriter struct {
@@ -100,7 +114,9 @@ func readModel(data []byte, maxTokens int) (*Model, error) {
 	}
 	m := NewModel(maxTokens)
 	m.nspam, m.nham = uint32(hdr[0]), uint32(hdr[1])
-	m.tokens = make(map[uint64]counts, hdr[2])
+	keys := make([]uint64, 0, hdr[2])
+	vals := make([]counts, 0, hdr[2])
+	ascending := true
 	var hb [8]byte
 	for i := uint64(0); i < hdr[2]; i++ {
 		if _, err := io.ReadFull(r, hb[:]); err != nil {
@@ -111,12 +127,25 @@ func readModel(data []byte, maxTokens int) (*Model, error) {
 		if err1 != nil || err2 != nil || s > 1<<32-1 || h > 1<<32-1 {
 			return nil, fmt.Errorf("%w: token %d counts", ErrBadModel, i)
 		}
-		m.tokens[binary.BigEndian.Uint64(hb[:])] = counts{spam: uint32(s), ham: uint32(h)}
+		k := binary.BigEndian.Uint64(hb[:])
+		if len(keys) > 0 && k <= keys[len(keys)-1] {
+			ascending = false
+		}
+		keys = append(keys, k)
+		vals = append(vals, counts{spam: uint32(s), ham: uint32(h)})
 	}
 	if r.Len() != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrBadModel, r.Len())
 	}
-	if len(m.tokens) > m.maxTokens {
+	if ascending {
+		m.tokens, m.tab = nil, newTable(keys, vals)
+	} else {
+		// Not as this pimail writes them: a later entry of a hash wins.
+		for i, k := range keys {
+			m.tokens[k] = vals[i]
+		}
+	}
+	if m.size() > m.maxTokens {
 		m.prune()
 	}
 	return m, nil
