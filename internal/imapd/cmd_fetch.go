@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"fmt"
+	"strconv"
 
 	"pimail/internal/imapwire"
 	"pimail/internal/store"
@@ -119,23 +120,13 @@ func cmdFetch(s *session, cmd *command) (string, string, error) {
 func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMeta, headers [][]byte) error {
 	v := s.sel
 	var err error
-	byUID := make(map[uint32]*store.MessageMeta, len(metas))
-	headerOf := make(map[uint32][]byte, len(headers))
-	for i := range metas {
-		if plan.hasChangedSince && metas[i].ModSeq <= plan.changedSince {
-			continue
-		}
-		byUID[metas[i].UID] = &metas[i]
-		if headers != nil {
-			headerOf[metas[i].UID] = headers[i]
-		}
-	}
+	byUID := matchMetas(s.sel, idx, plan, metas, headers)
 	// Set \Seen first so that the FLAGS we send are the new ones.
 	seenNow := map[uint32]bool{}
 	if plan.setSeen {
 		var unseen []uint32
-		for _, i := range idx {
-			if m := byUID[v.uids[i]]; m != nil && m.Flags&store.FlagSeen == 0 {
+		for k := range idx {
+			if m := byUID[k].meta; m != nil && m.Flags&store.FlagSeen == 0 {
 				unseen = append(unseen, m.UID)
 			}
 		}
@@ -149,25 +140,31 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMet
 				return fmt.Errorf("setting \\Seen: %w", err)
 			}
 			v.dirty = true
+			upOf := make(map[uint32]store.FlagUpdate, len(ups))
 			for _, u := range ups {
-				if m := byUID[u.UID]; m != nil {
-					m.Flags, m.Keywords, m.ModSeq = u.Flags, u.Keywords, u.ModSeq
-				}
 				if i, ok := v.index(u.UID); ok {
 					v.flags[i] = msgFlags{u.Flags, u.Keywords, u.ModSeq}
 				}
 				seenNow[u.UID] = true
+				upOf[u.UID] = u
+			}
+			for k := range byUID {
+				if m := byUID[k].meta; m != nil {
+					if u, ok := upOf[m.UID]; ok {
+						m.Flags, m.Keywords, m.ModSeq = u.Flags, u.Keywords, u.ModSeq
+					}
+				}
 			}
 		}
 	}
-	for _, i := range idx {
-		m := byUID[v.uids[i]]
+	for k, i := range idx {
+		m := byUID[k].meta
 		if m == nil {
 			continue // expunged meanwhile; its EXPUNGE is pending
 		}
 		var raw []byte
 		if headers != nil {
-			raw = headerOf[m.UID]
+			raw = byUID[k].header
 		} else if plan.blob {
 			raw, err = s.srv.st.ReadBlob(s.ctx, m.BlobID)
 			if err != nil {
@@ -179,34 +176,107 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMet
 	return nil
 }
 
-// writeFetch writes one "* n FETCH (...)" response.
+// fetched is what the store returned for one view index of a chunk.
+type fetched struct {
+	meta   *store.MessageMeta // nil: not returned (expunged meanwhile, or not changed since CHANGEDSINCE)
+	header []byte             // on the header path
+}
+
+// matchMetas pairs the view indexes of a chunk with the store's rows
+// (both in UID order, as resolve and the store return them: one walk; a
+// map otherwise). Rows not changed since plan.changedSince are left out
+// (RFC 7162 §3.1.4).
+func matchMetas(v *mailboxView, idx []int, plan fetchPlan, metas []store.MessageMeta, headers [][]byte) []fetched {
+	out := make([]fetched, len(idx))
+	keep := func(j int) bool { return !plan.hasChangedSince || metas[j].ModSeq > plan.changedSince }
+	set := func(k, j int) {
+		out[k].meta = &metas[j]
+		if headers != nil {
+			out[k].header = headers[j]
+		}
+	}
+	ordered := true
+	for k := 1; k < len(idx) && ordered; k++ {
+		ordered = v.uids[idx[k-1]] < v.uids[idx[k]]
+	}
+	for j := 1; j < len(metas) && ordered; j++ {
+		ordered = metas[j-1].UID < metas[j].UID
+	}
+	if !ordered {
+		at := make(map[uint32]int, len(metas))
+		for j := range metas {
+			at[metas[j].UID] = j
+		}
+		for k, i := range idx {
+			if j, ok := at[v.uids[i]]; ok && keep(j) {
+				set(k, j)
+			}
+		}
+		return out
+	}
+	j := 0
+	for k, i := range idx {
+		uid := v.uids[i]
+		for j < len(metas) && metas[j].UID < uid {
+			j++
+		}
+		if j == len(metas) {
+			break
+		}
+		if metas[j].UID == uid && keep(j) {
+			set(k, j)
+		}
+	}
+	return out
+}
+
+// writeFetch writes one "* n FETCH (...)" response. The simple items
+// and the envelope are appended to the output buffer in place
+// (imapwire.Writer.AvailableBuffer); the others go through the writer.
 func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetchPlan, seenNow bool) {
 	v := s.sel
 	w := s.w
-	w.Raw("* ").Int(int64(i + 1)).Raw(" FETCH (")
+	b := w.AvailableBuffer()
+	b = append(b, "* "...)
+	b = strconv.AppendUint(b, uint64(i+1), 10)
+	b = append(b, " FETCH ("...)
 	flagsSent, uidSent, modseqSent := false, false, false
 	for n, a := range plan.atts {
 		if n > 0 {
-			w.SP()
+			b = append(b, ' ')
 		}
 		switch a.Name {
 		case "UID":
-			w.Raw("UID ").Number(uint64(m.UID))
+			b = append(b, "UID "...)
+			b = strconv.AppendUint(b, uint64(m.UID), 10)
 			uidSent = true
+			continue
+		case "INTERNALDATE":
+			b = append(b, "INTERNALDATE \""...)
+			b = imapwire.AppendDateTime(b, m.InternalDate)
+			b = append(b, '"')
+			continue
+		case "RFC822.SIZE":
+			b = append(b, "RFC822.SIZE "...)
+			b = strconv.AppendUint(b, uint64(max(m.Size, 0)), 10)
+			continue
+		case "MODSEQ":
+			b = append(b, "MODSEQ ("...)
+			b = strconv.AppendUint(b, m.ModSeq, 10)
+			b = append(b, ')')
+			modseqSent = true
+			continue
+		case "ENVELOPE":
+			b = append(b, "ENVELOPE "...)
+			b = s.appendEnvelope(b, envelopeOf(m))
+			continue
+		}
+		w.Bytes(b)
+		switch a.Name {
 		case "FLAGS":
 			w.Raw("FLAGS ")
 			s.writeFlags(msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
 			flagsSent = true
-		case "INTERNALDATE":
-			w.Raw("INTERNALDATE \"").Raw(imapwire.FormatDateTime(m.InternalDate)).Raw("\"")
-		case "RFC822.SIZE":
-			w.Raw("RFC822.SIZE ").Int(m.Size)
-		case "MODSEQ":
-			w.Raw("MODSEQ (").Number(m.ModSeq).Raw(")")
-			modseqSent = true
-		case "ENVELOPE":
-			w.Raw("ENVELOPE ")
-			s.writeEnvelope(envelopeOf(m))
 		case "BODY", "BODYSTRUCTURE":
 			w.Raw(a.Name).SP()
 			s.writeBodyStructure(rootPart(m, raw), a.Name == "BODYSTRUCTURE")
@@ -223,20 +293,27 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 		default:
 			w.Raw(a.Name).Raw(" NIL")
 		}
+		b = w.AvailableBuffer()
 	}
 	if seenNow && !flagsSent {
 		// RFC 9051 §6.4.5: the implicit \Seen change is reported.
+		w.Bytes(b)
 		w.Raw(" FLAGS ")
 		s.writeFlags(msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
+		b = w.AvailableBuffer()
 	}
 	if seenNow && s.condstore {
 		// RFC 7162 §3.1: a flag change carries UID and MODSEQ.
 		if !uidSent {
-			w.Raw(" UID ").Number(uint64(m.UID))
+			b = append(b, " UID "...)
+			b = strconv.AppendUint(b, uint64(m.UID), 10)
 		}
 		if !modseqSent {
-			w.Raw(" MODSEQ (").Number(m.ModSeq).Byte(')')
+			b = append(b, " MODSEQ ("...)
+			b = strconv.AppendUint(b, m.ModSeq, 10)
+			b = append(b, ')')
 		}
 	}
-	w.Raw(")").CRLF()
+	b = append(b, ")\r\n"...)
+	w.Bytes(b)
 }

@@ -95,3 +95,61 @@ func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan)
 	metas, err := s.srv.st.Fetch(s.ctx, mailboxID, uids, store.FetchOptions{Parsed: plan.parsed})
 	return metas, nil, err
 }
+
+// appendEnvelope appends an ENVELOPE (RFC 9051 §7.5.2) as writeEnvelope
+// writes it, to a buffer instead of through the writer: the FETCH of a
+// whole mailbox formats thousands.
+func (s *session) appendEnvelope(b []byte, e *message.Envelope) []byte {
+	w := s.w
+	b = append(b, '(')
+	b = w.AppendNString(b, e.Date)
+	b = append(b, ' ')
+	b = w.AppendNString(b, e.Subject)
+	b = append(b, ' ')
+	from := e.From
+	sender, replyTo := e.Sender, e.ReplyTo
+	// RFC 9051 §7.5.2: absent Sender and Reply-To default to From.
+	if len(sender) == 0 {
+		sender = from
+	}
+	if len(replyTo) == 0 {
+		replyTo = from
+	}
+	for _, l := range [...][]message.Address{from, sender, replyTo, e.To, e.Cc, e.Bcc} {
+		b = s.appendAddresses(b, l)
+		b = append(b, ' ')
+	}
+	b = w.AppendNString(b, e.InReplyTo)
+	b = append(b, ' ')
+	b = w.AppendNString(b, e.MessageID)
+	return append(b, ')')
+}
+
+// appendAddresses appends an address list as writeAddresses writes it,
+// with RFC 5322 groups as the start/end markers of RFC 9051 §7.5.2.
+func (s *session) appendAddresses(b []byte, list []message.Address) []byte {
+	w := s.w
+	if len(list) == 0 {
+		return append(b, "NIL"...)
+	}
+	b = append(b, '(')
+	for _, a := range list {
+		switch {
+		case a.Group != "":
+			b = append(b, "(NIL NIL "...)
+			b = w.AppendString(b, a.Group)
+			b = append(b, " NIL)"...)
+		case a.End:
+			b = append(b, "(NIL NIL NIL NIL)"...)
+		default:
+			b = append(b, '(')
+			b = w.AppendNString(b, a.Name)
+			b = append(b, " NIL "...)
+			b = w.AppendNString(b, a.Mailbox)
+			b = append(b, ' ')
+			b = w.AppendNString(b, a.Host)
+			b = append(b, ')')
+		}
+	}
+	return append(b, ')')
+}

@@ -55,3 +55,35 @@ func ParseDateTime(s string) (time.Time, error) {
 func FormatDateTime(t time.Time) string {
 	return t.Format("02-Jan-2006 15:04:05 -0700")
 }
+
+// AppendDateTime appends t as FormatDateTime formats it, without the
+// layout interpretation of time.Format.
+func AppendDateTime(b []byte, t time.Time) []byte {
+	year, mon, day := t.Date()
+	hour, min, sec := t.Clock()
+	_, off := t.Zone()
+	if year < 0 || year > 9999 {
+		return append(b, FormatDateTime(t)...) // not a 4-digit year: as time.Format writes it
+	}
+	two := func(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
+	b = two(b, day)
+	b = append(b, '-')
+	b = append(b, months[mon-1]...)
+	b = append(b, '-')
+	b = two(b, year/100)
+	b = two(b, year%100)
+	b = append(b, ' ')
+	b = two(b, hour)
+	b = append(b, ':')
+	b = two(b, min)
+	b = append(b, ':')
+	b = two(b, sec)
+	sign := byte('+')
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	off /= 60 // minutes; seconds of an offset are dropped, as time.Format does
+	b = append(b, ' ', sign)
+	b = two(b, off/60%100)
+	return two(b, off%60)
+}

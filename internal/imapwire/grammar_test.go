@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -158,5 +159,37 @@ func TestDateTime(t *testing.T) {
 	}
 	if _, err := ParseDateTime("7-Feb-2024"); err == nil {
 		t.Error("date without time accepted")
+	}
+	// AppendDateTime writes what FormatDateTime does.
+	for _, tm := range []time.Time{
+		tm, time.Unix(0, 0).UTC(), time.Unix(1700000000, 0), time.Unix(-86400*400, 0).In(time.FixedZone("", -(9*3600 + 30*60))),
+		time.Date(2024, 12, 31, 23, 59, 59, 0, time.FixedZone("", 14*3600)), time.Date(9999, 1, 2, 3, 4, 5, 0, time.UTC),
+		time.Date(12345, 1, 2, 3, 4, 5, 0, time.UTC), time.Date(1901, 1, 2, 3, 4, 5, 0, time.FixedZone("", -1234)),
+	} {
+		if got, want := string(AppendDateTime([]byte("x"), tm)), "x"+FormatDateTime(tm); got != want {
+			t.Errorf("AppendDateTime = %q, want %q", got, want)
+		}
+	}
+}
+
+// AppendString and AppendNString write what String and NString do.
+func TestWriterAppendStrings(t *testing.T) {
+	for _, utf8 := range []bool{false, true} {
+		for _, s := range []string{"", "plain", "with \"quote\"", "back\\slash", "über", "cr\rlf\n", "nul\x00", strings.Repeat("x", 1025), strings.Repeat("y", 1024)} {
+			var buf bytes.Buffer
+			bw := bufio.NewWriter(&buf)
+			w := NewWriter(bw)
+			w.UTF8 = utf8
+			w.String(s).SP().NString(s)
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			b := w.AppendString([]byte(nil), s)
+			b = append(b, ' ')
+			b = w.AppendNString(b, s)
+			if string(b) != buf.String() {
+				t.Errorf("utf8 %v: Append %q, want %q", utf8, b, buf.String())
+			}
+		}
 	}
 }

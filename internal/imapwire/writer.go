@@ -76,6 +76,23 @@ func (w *Writer) CRLF() *Writer { return w.Raw("\r\n") }
 // NIL writes the NIL atom.
 func (w *Writer) NIL() *Writer { return w.Raw("NIL") }
 
+// Byte classes for quoted strings (RFC 9051 §4.3, §9 QUOTED-CHAR).
+const (
+	qPlain   = iota // may appear in a quoted string as is
+	qLiteral        // CR, LF, NUL, and (our choice) '"' and '\\': literal
+	q8bit           // 8-bit: quoted only with UTF8 (RFC 6855 §3)
+)
+
+var quoteClass = func() (t [256]uint8) {
+	for _, c := range []byte{'\r', '\n', 0, '"', '\\'} {
+		t[c] = qLiteral
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = q8bit
+	}
+	return t
+}()
+
 // needsLiteral reports whether s cannot be a quoted string: CR, LF, NUL,
 // or, without UTF8, 8-bit bytes; quotes and backslashes are sent as
 // literals too, and very long strings, so that no client has to unescape.
@@ -83,16 +100,11 @@ func (w *Writer) needsLiteral(s string) bool {
 	if len(s) > 1024 {
 		return true
 	}
+	var seen uint8
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\r' || c == '\n' || c == 0 || c == '"' || c == '\\':
-			return true
-		case c >= 0x80 && !w.UTF8:
-			return true
-		}
+		seen |= 1 << quoteClass[s[i]]
 	}
-	return false
+	return seen&(1<<qLiteral) != 0 || seen&(1<<q8bit) != 0 && !w.UTF8
 }
 
 // String writes s as a quoted string or, when its content needs it, as a
@@ -103,6 +115,32 @@ func (w *Writer) String(s string) *Writer {
 	}
 	return w.Byte('"').Raw(s).Byte('"')
 }
+
+// AppendString appends s to b as String writes it.
+func (w *Writer) AppendString(b []byte, s string) []byte {
+	if w.needsLiteral(s) {
+		b = append(b, '{')
+		b = strconv.AppendUint(b, uint64(len(s)), 10)
+		b = append(b, "}\r\n"...)
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// AppendNString appends s as NString writes it.
+func (w *Writer) AppendNString(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "NIL"...)
+	}
+	return w.AppendString(b, s)
+}
+
+// AvailableBuffer returns an empty buffer whose capacity is the free
+// space of the output buffer (bufio.Writer.AvailableBuffer): append a
+// response to it and send it with Bytes, which then copies nothing.
+func (w *Writer) AvailableBuffer() []byte { return w.bw.AvailableBuffer() }
 
 // NString writes s, or NIL when s is empty.
 func (w *Writer) NString(s string) *Writer {
