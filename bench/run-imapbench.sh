@@ -15,6 +15,11 @@
 # (default user20@bench.test, deleted afterwards) and alternates the runs
 # of every query between the two servers; the output ends with a table of
 # the medians and the ratio dovecot / pimail.
+#
+# After the queries each server loads the mbox once more with MULTIAPPEND
+# (RFC 3502), MULTIAPPEND messages per command (default 100; 0 skips it),
+# into a second mailbox deleted afterwards; a last table gives both load
+# rates. IMAP_PORT fixes pimail's port (default: a free one).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -76,7 +81,7 @@ for mbox in "${mboxes[@]}"; do
 	data="$tmp/data-$(basename "$mbox" .mbox)"
 	"$tmp/pimail" domain add --data "$data" localhost >/dev/null
 	"$tmp/pimail" account add --data "$data" --password bench-password-1 me@localhost >/dev/null
-	imap="127.0.0.1:$(free_port)"
+	imap="127.0.0.1:${IMAP_PORT:-$(free_port)}"
 	"$tmp/pimail" serve --data "$data" --hostname bench.local --smtp "" --imap "$imap" \
 		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" \
 		2>"$tmp/server.log" &
@@ -89,7 +94,8 @@ for mbox in "${mboxes[@]}"; do
 	ensure_peer
 	echo "== pimail $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m), $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	"$tmp/imapbench" -addr "$imap" -user me@localhost -pass bench-password-1 -mbox "$mbox" \
-		-keep -datadir "$data" ${SETTLE:+-settle "$SETTLE"} ${RUNS:+-runs "$RUNS"} "${peer_args[@]}"
+		-keep -datadir "$data" ${SETTLE:+-settle "$SETTLE"} ${RUNS:+-runs "$RUNS"} \
+		-multiappend "${MULTIAPPEND:-100}" "${peer_args[@]}"
 	echo "pimail memory: $(grep -E '^(VmRSS|VmHWM)' /proc/$pid/status | tr -s ' \t' ' ' | paste -sd, -)"
 	kill -TERM "$pid"; wait "$pid" || true; pid=""
 done

@@ -22,6 +22,7 @@ type client struct {
 	tag         int
 	timeout     time.Duration
 	literalPlus bool
+	multiAppend bool // the server advertises MULTIAPPEND (RFC 3502)
 }
 
 // maxLine bounds one response line.
@@ -181,6 +182,46 @@ func (c *client) appendMsg(mailbox string, date time.Time, msg []byte) error {
 	return err
 }
 
+// appendMulti sends one MULTIAPPEND command (RFC 3502) with all msgs,
+// each with its date, as LITERAL+ literals when the server has them,
+// otherwise waiting for the continuation of each.
+func (c *client) appendMulti(mailbox string, dates []time.Time, msgs [][]byte) error {
+	c.tag++
+	tag := fmt.Sprintf("B%d", c.tag)
+	c.conn.SetDeadline(time.Now().Add(c.timeout))
+	plus := ""
+	if c.literalPlus {
+		plus = "+"
+	}
+	fmt.Fprintf(c.w, "%s APPEND %s", tag, quote(mailbox))
+	for i, msg := range msgs {
+		dt := ""
+		if !dates[i].IsZero() {
+			dt = ` "` + dates[i].Format("02-Jan-2006 15:04:05 -0700") + `"`
+		}
+		fmt.Fprintf(c.w, " ()%s {%d%s}\r\n", dt, len(msg), plus)
+		if !c.literalPlus {
+			if err := c.w.Flush(); err != nil {
+				return fmt.Errorf("send: %w", err)
+			}
+			line, _, err := c.readLine()
+			if err != nil {
+				return fmt.Errorf("append: %w", err)
+			}
+			if !strings.HasPrefix(line, "+") {
+				return fmt.Errorf("append refused: %s", line)
+			}
+		}
+		c.w.Write(msg)
+	}
+	c.w.WriteString("\r\n")
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	_, err := c.readResponse(tag)
+	return err
+}
+
 func quote(s string) string {
 	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
 }
@@ -196,6 +237,7 @@ func (c *client) login(user, pass string) error {
 		caps += " " + strings.Join(res.untagged, " ")
 	}
 	c.literalPlus = strings.Contains(strings.ToUpper(caps), "LITERAL+")
+	c.multiAppend = strings.Contains(strings.ToUpper(caps), "MULTIAPPEND")
 	return nil
 }
 

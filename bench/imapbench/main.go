@@ -8,6 +8,10 @@
 //	    -mbox ../shared/corpus/mailbox/mailbox-9k.mbox
 //
 // Each query runs once cold, then three times; the median is reported.
+// With -multiappend N, the mbox is loaded once more at the end, N messages
+// per APPEND command (RFC 3502 MULTIAPPEND), into a second mailbox that is
+// deleted afterwards; each message gets an extra header line there, so that
+// a server that stores equal messages once (pimail) writes them anew.
 // With -peer-addr a second server gets the same mbox and the same queries,
 // the runs of the two alternating, and a table with the ratios closes the
 // output (bench/run-imapbench.sh --peer dovecot does this with Dovecot).
@@ -31,7 +35,7 @@ type options struct {
 	name, peerName, peerAddr, peerUser       string
 	peerPass                                 string
 	tls, insecure, keep, fresh               bool
-	runs, limit                              int
+	runs, limit, multiAppend                 int
 	settle, timeout                          time.Duration
 }
 
@@ -47,6 +51,7 @@ func main() {
 	flag.StringVar(&o.mbox, "mbox", "", "mboxrd file to load")
 	flag.IntVar(&o.limit, "limit", 0, "load at most this many messages (0: all)")
 	flag.IntVar(&o.runs, "runs", 3, "warm runs per query (the median is reported)")
+	flag.IntVar(&o.multiAppend, "multiappend", 0, "also time loading the mbox with MULTIAPPEND (RFC 3502), this many messages per command, into a second mailbox after the queries (servers that advertise it)")
 	flag.DurationVar(&o.settle, "settle", 0, "wait this long after loading, before measuring")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "timeout per command")
 	flag.StringVar(&o.dataDir, "datadir", "", "pimail data directory, to report index size vs mail size")

@@ -16,6 +16,7 @@ type target struct {
 	mailbox                string
 	tls, insecure, keep    bool
 	c                      *client
+	appendRate             float64 // msgs/s of the load, one message per APPEND
 }
 
 // query is one timed command.
@@ -93,7 +94,19 @@ func run(o options, msgs [][]byte) error {
 	for i := range queries {
 		expNames = slices.Insert(expNames, i, queries[i].name)
 	}
+	// The batched load last: nothing measured comes after it.
+	multiRates := make([]float64, len(targets))
+	if o.multiAppend > 0 {
+		for ti, t := range targets {
+			r, err := t.loadMulti(o, msgs)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			multiRates[ti] = r
+		}
+	}
 	printTable(targets, expNames, append(results, expRes...))
+	printLoadTable(targets, o.multiAppend, multiRates)
 	if o.dataDir != "" {
 		reportSizes(o.dataDir)
 	}
@@ -134,10 +147,53 @@ func (t *target) load(o options, msgs [][]byte) error {
 		}
 	}
 	el := time.Since(start)
+	t.appendRate = float64(len(msgs)) / el.Seconds()
 	fmt.Printf("%s: APPEND %d messages: %.1f s, %.0f msgs/s (one connection, one message per command)\n",
-		t.name, len(msgs), el.Seconds(), float64(len(msgs))/el.Seconds())
+		t.name, len(msgs), el.Seconds(), t.appendRate)
 	_, err = c.cmd("NOOP")
 	return err
+}
+
+// multiLoadHeader is prepended to every message of the MULTIAPPEND load, so
+// that its messages differ from those already loaded.
+const multiLoadHeader = "X-Imapbench-Load: multiappend\r\n"
+
+// loadMulti APPENDs the messages again, batch per MULTIAPPEND command
+// (RFC 3502), into mailbox+".multi", then deletes that mailbox. It returns
+// the rate, or 0 when the server does not advertise MULTIAPPEND.
+func (t *target) loadMulti(o options, msgs [][]byte) (float64, error) {
+	c := t.c
+	if !c.multiAppend {
+		fmt.Printf("%s: no MULTIAPPEND capability; the batched load is skipped\n", t.name)
+		return 0, nil
+	}
+	mbox := o.mailbox + ".multi"
+	c.cmd("DELETE %s", quote(mbox)) // a leftover of an interrupted run
+	if _, err := c.cmd("CREATE %s", quote(mbox)); err != nil {
+		return 0, err
+	}
+	batch := o.multiAppend
+	start := time.Now()
+	for lo := 0; lo < len(msgs); lo += batch {
+		hi := min(lo+batch, len(msgs))
+		dates := make([]time.Time, 0, hi-lo)
+		part := make([][]byte, 0, hi-lo)
+		for _, m := range msgs[lo:hi] {
+			dates = append(dates, messageDate(m))
+			part = append(part, append([]byte(multiLoadHeader), m...))
+		}
+		if err := c.appendMulti(mbox, dates, part); err != nil {
+			return 0, fmt.Errorf("MULTIAPPEND of messages %d-%d: %w", lo+1, hi, err)
+		}
+	}
+	el := time.Since(start)
+	rate := float64(len(msgs)) / el.Seconds()
+	fmt.Printf("%s: MULTIAPPEND %d messages, %d per command: %.1f s, %.0f msgs/s (one connection)\n",
+		t.name, len(msgs), batch, el.Seconds(), rate)
+	if _, err := c.cmd("DELETE %s", quote(mbox)); err != nil {
+		slog.Warn("deleting the MULTIAPPEND mailbox", "server", t.name, "err", err)
+	}
+	return rate, nil
 }
 
 // finish deletes the benchmark mailbox (unless -keep, which only applies
@@ -251,5 +307,42 @@ func printTable(targets []*target, names []string, res [][]result) {
 		}
 		line += " " + strings.Join(ms0, " / ") + " |"
 		fmt.Println(line)
+	}
+}
+
+// printLoadTable prints the load rates (msgs/s) side by side and, with two
+// targets, how many times faster the first is (first / second).
+func printLoadTable(targets []*target, batch int, multi []float64) {
+	fmt.Println()
+	head, sep := "| load, msgs/s (one connection) |", "|---|"
+	for _, t := range targets {
+		head += " " + t.name + " |"
+		sep += "---|"
+	}
+	if len(targets) == 2 {
+		head += fmt.Sprintf(" %s / %s |", targets[0].name, targets[1].name)
+		sep += "---|"
+	}
+	fmt.Println(head)
+	fmt.Println(sep)
+	row := func(name string, rates []float64) {
+		line := "| " + name + " |"
+		for _, r := range rates {
+			line += fmt.Sprintf(" %.0f |", r)
+		}
+		if len(rates) == 2 && rates[1] > 0 {
+			line += fmt.Sprintf(" %.2f× |", rates[0]/rates[1])
+		} else if len(rates) == 2 {
+			line += " |"
+		}
+		fmt.Println(line)
+	}
+	single := make([]float64, len(targets))
+	for i, t := range targets {
+		single[i] = t.appendRate
+	}
+	row("APPEND, one message per command", single)
+	if batch > 0 {
+		row(fmt.Sprintf("MULTIAPPEND, %d messages per command", batch), multi)
 	}
 }

@@ -23,7 +23,7 @@ func (s *session) capabilities() string {
 			caps = append(caps, "LOGINDISABLED")
 		}
 	}
-	caps = append(caps, "LITERAL+", "ID", "ENABLE", "IDLE", "NAMESPACE", "UNSELECT", "UIDPLUS",
+	caps = append(caps, "LITERAL+", "MULTIAPPEND", "ID", "ENABLE", "IDLE", "NAMESPACE", "UNSELECT", "UIDPLUS",
 		"MOVE", "CHILDREN", "SPECIAL-USE", "LIST-EXTENDED", "LIST-STATUS", "ESEARCH",
 		"STATUS=SIZE", "BINARY", "UTF8=ACCEPT", "CONDSTORE", "QRESYNC", "SEARCHRES",
 		"SORT", "SORT=DISPLAY", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",

@@ -222,6 +222,14 @@ type Delivery struct {
 	Recipients   []Recipient
 }
 
+// AppendMessage is one message of an AppendBatch.
+type AppendMessage struct {
+	Raw          []byte
+	Flags        Flags
+	Keywords     []string
+	InternalDate time.Time // zero means now
+}
+
 // Delivered says where one recipient's copy went.
 type Delivered struct {
 	AccountID   int64
@@ -298,6 +306,10 @@ type Store interface {
 
 	// Append stores one message into one mailbox (IMAP APPEND, Sent copies).
 	Append(ctx context.Context, mailboxID int64, raw []byte, flags Flags, keywords []string, internalDate time.Time) (Delivered, error)
+	// AppendBatch stores several messages into one mailbox in one
+	// transaction (IMAP MULTIAPPEND, RFC 3502): all of them or, on any
+	// error, none. The results are in the order of msgs.
+	AppendBatch(ctx context.Context, mailboxID int64, msgs []AppendMessage) ([]Delivered, error)
 	// Deliver stores one message for many recipients: one blob, one row per
 	// recipient, one group commit shared with concurrent deliveries.
 	Deliver(ctx context.Context, d Delivery) ([]Delivered, error)

@@ -248,6 +248,14 @@ func (s *Store) runBatch(batch []*job) {
 		}
 		close(j.done)
 	}
+	if relaxed {
+		// Back to FULL once the callers have their answers: the
+		// connection rests in the durable setting (and every batch sets
+		// the one it needs before it begins anyway).
+		if err := s.setSynchronous(ctx, true); err != nil {
+			s.log.Warn("restoring synchronous=FULL", "err", err)
+		}
+	}
 	if err != nil {
 		s.log.Error("write batch failed", "jobs", len(live), "err", err)
 	}
@@ -260,11 +268,6 @@ func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
 	ctx := context.Background()
 	if err := s.setSynchronous(ctx, !relaxed); err != nil {
 		return err
-	}
-	if relaxed {
-		// Back to FULL at once, whatever happens: every other use of
-		// the connection must find the durable setting.
-		defer s.setSynchronous(ctx, true)
 	}
 	tx, err := s.wdb.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see dsn)
 	if err != nil {

@@ -1,0 +1,147 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"pimail/internal/store"
+)
+
+func TestAppendBatch(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	if _, err := s.Append(ctx, inbox.ID, testMsg(0), 0, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	date := time.Date(2001, 8, 16, 10, 0, 0, 0, time.UTC)
+	msgs := []store.AppendMessage{
+		{Raw: testMsg(1), Flags: store.FlagSeen, InternalDate: date},
+		{Raw: testMsg(2), Keywords: []string{"$Forwarded"}},
+		{Raw: testMsg(1)}, // the same content again: one blob, two references
+	}
+	ds, err := s.AppendBatch(ctx, inbox.ID, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 3 {
+		t.Fatalf("%d results, want 3", len(ds))
+	}
+	for i, d := range ds {
+		if d.UID != uint32(2+i) || d.MailboxID != inbox.ID || d.UIDValidity != inbox.UIDValidity {
+			t.Fatalf("result %d = %+v, want UID %d in mailbox %d", i, d, 2+i, inbox.ID)
+		}
+	}
+	ms, err := s.Fetch(ctx, inbox.ID, store.UIDSet{{Start: 2, Stop: 4}}, store.FetchOptions{})
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("Fetch = %d messages, %v", len(ms), err)
+	}
+	if ms[0].Flags != store.FlagSeen || !ms[0].InternalDate.Equal(date) {
+		t.Errorf("message 1: flags %v date %v", ms[0].Flags, ms[0].InternalDate)
+	}
+	if len(ms[1].Keywords) != 1 || ms[1].Keywords[0] != "$Forwarded" {
+		t.Errorf("message 2 keywords %v", ms[1].Keywords)
+	}
+	if ms[0].BlobID != ms[2].BlobID {
+		t.Errorf("same content in two blobs: %d, %d", ms[0].BlobID, ms[2].BlobID)
+	}
+	for i, m := range ms {
+		raw, err := s.ReadBlob(ctx, m.BlobID)
+		if err != nil || string(raw) != string(msgs[i].Raw) {
+			t.Fatalf("message %d content: %v", i+1, err)
+		}
+	}
+	var refs int
+	if err := s.rdb.QueryRow("SELECT refcount FROM blobs WHERE id = ?", ms[0].BlobID).Scan(&refs); err != nil || refs != 2 {
+		t.Fatalf("refcount of the shared blob = %d, %v; want 2", refs, err)
+	}
+	if _, err := s.AppendBatch(ctx, inbox.ID+99, msgs); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("batch into a missing mailbox: %v, want ErrNotFound", err)
+	}
+	if _, err := s.AppendBatch(ctx, inbox.ID, []store.AppendMessage{{Raw: testMsg(3)}, {}}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("batch with an empty message: %v, want ErrInvalid", err)
+	}
+}
+
+// TestAppendBatchAllOrNothing: a batch whose second message fails inside
+// the transaction (UID space exhausted) leaves nothing: no rows, no blobs,
+// UIDNEXT unchanged (RFC 3502 §6.3.11).
+func TestAppendBatchAllOrNothing(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	const last = 0xffffffff - 1
+	if err := s.write(ctx, func(w *wtx) error {
+		_, err := w.exec("UPDATE mailboxes SET uidnext = ? WHERE id = ?", last, inbox.ID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.AppendBatch(ctx, inbox.ID, []store.AppendMessage{{Raw: testMsg(1)}, {Raw: testMsg(2)}, {Raw: testMsg(3)}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("batch beyond the UID space: %v, want ErrInvalid", err)
+	}
+	st, err := s.MailboxStatus(ctx, a.ID, "INBOX")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Messages != 0 || st.UIDNext != last {
+		t.Fatalf("after the failed batch: %d messages, UIDNEXT %d; want 0 and %d", st.Messages, st.UIDNext, uint32(last))
+	}
+	var blobs int
+	if err := s.rdb.QueryRow("SELECT count(*) FROM blobs").Scan(&blobs); err != nil || blobs != 0 {
+		t.Fatalf("blob rows after the failed batch: %d, %v", blobs, err)
+	}
+	// One message still fits.
+	if ds, err := s.AppendBatch(ctx, inbox.ID, []store.AppendMessage{{Raw: testMsg(1)}}); err != nil || ds[0].UID != last {
+		t.Fatalf("batch of one: %+v, %v", ds, err)
+	}
+}
+
+// TestAppendBatchCollectorRace: the collector removes the file of an
+// unreferenced blob after the batch found it present; the batch writes it
+// again, as a delivery does.
+func TestAppendBatchCollectorRace(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	raw := testMsg(7)
+	if _, err := s.Append(ctx, inbox.ID, raw, store.FlagDeleted, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expunge(ctx, inbox.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, statErr := os.Stat(s.blobPath(hashRaw(raw)))
+	inFile := statErr == nil // small messages may be kept in the database
+	calls := 0
+	testHookBlobWritten = func() {
+		calls++
+		if calls == 1 {
+			if err := s.collectOnce(); err != nil {
+				t.Errorf("collect: %v", err)
+			}
+		}
+	}
+	defer func() { testHookBlobWritten = nil }()
+	ds, err := s.AppendBatch(ctx, inbox.ID, []store.AppendMessage{{Raw: testMsg(8)}, {Raw: raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inFile && calls != 2 {
+		t.Fatalf("files written %d times, want 2 (the collector removed one)", calls)
+	}
+	ms, err := s.Fetch(ctx, inbox.ID, store.UIDSet{{Start: ds[0].UID, Stop: ds[1].UID}}, store.FetchOptions{})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("Fetch: %v %v", ms, err)
+	}
+	if got, err := s.ReadBlob(ctx, ms[1].BlobID); err != nil || string(got) != string(raw) {
+		t.Fatalf("ReadBlob after the race: %v", err)
+	}
+}
