@@ -96,7 +96,7 @@ func TestSMTPBadInput(t *testing.T) {
 			t.Errorf("INBOX went from %d to %d messages after a 552", before, n)
 		}
 		if n := countBlobs(t, srv.Data); n != blobsBefore {
-			t.Errorf("blob files went from %d to %d after a 552", blobsBefore, n)
+			t.Errorf("stored message copies went from %d to %d after a 552", blobsBefore, n)
 		}
 		waitTmpEmpty(t, srv.Data)
 		s2 := dialSMTP(t, srv.SMTP)

@@ -1,6 +1,7 @@
 package blackbox
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	_ "modernc.org/sqlite"
 )
 
 const (
@@ -140,15 +143,15 @@ func crashIndex(msg []byte) (int, error) {
 	return i, nil
 }
 
-// countBlobs counts the regular files under DATA/blobs except the temp
-// directory.
+// countBlobs counts the stored message copies (see blobStats).
 func countBlobs(t *testing.T, data string) int {
 	n, _ := blobStats(t, data)
 	return n
 }
 
-// blobStats returns the number and total size of the regular files under
-// DATA/blobs, not counting DATA/blobs/tmp.
+// blobStats returns the number and total size of the stored message
+// copies: the regular files under DATA/blobs (not counting DATA/blobs/tmp)
+// and the messages the database keeps itself (table blob_data).
 func blobStats(t *testing.T, data string) (int, int64) {
 	t.Helper()
 	root := filepath.Join(data, "blobs")
@@ -177,5 +180,15 @@ func blobStats(t *testing.T, data string) (int, int64) {
 	if err != nil {
 		t.Fatalf("walk %s: %v", root, err)
 	}
-	return n, size
+	db, err := sql.Open("sqlite", filepath.Join(data, "pimail.db")+"?_pragma=query_only(1)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatalf("open database: %v", err)
+	}
+	defer db.Close()
+	var rows int
+	var bytes int64
+	if err := db.QueryRow("SELECT count(*), coalesce(sum(length(raw)), 0) FROM blob_data").Scan(&rows, &bytes); err != nil {
+		t.Fatalf("count the messages in the database: %v", err)
+	}
+	return n + rows, size + bytes
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // TestSingleCopy sends one message to 15 local recipients and checks that
-// it is stored once: one new blob file of about the message's size, while
-// all 15 mailboxes show it.
+// it is stored once: one new copy (a file or a row of blob_data) of about
+// the message's size, while all 15 mailboxes show it.
 func TestSingleCopy(t *testing.T) {
 	srv := NewServer(t, "")
 	locals := make([]string, 15)
@@ -25,9 +25,9 @@ func TestSingleCopy(t *testing.T) {
 
 	afterN, afterSize := blobStats(t, srv.Data)
 	n, size := afterN-beforeN, afterSize-beforeSize
-	t.Logf("message %d bytes; %d new blob file(s), %d bytes", len(msg), n, size)
+	t.Logf("message %d bytes; %d new stored copies, %d bytes", len(msg), n, size)
 	if n != 1 {
-		t.Errorf("one message to 15 recipients left %d new blob files, want 1", n)
+		t.Errorf("one message to 15 recipients left %d new stored copies, want 1", n)
 	}
 	// One copy: the message plus at most a few KB of trace fields, and not
 	// less than half of it (allowing for compression of text).

@@ -148,18 +148,22 @@ func (s *Store) storeMessage(ctx context.Context, raw []byte, parsed *message.Pa
 // ensureBlob returns the blob row for the content, inserting it (refcount 0,
 // the caller adds its references) if needed. It checks, under the write
 // lock, that the file is present: only the writer deletes files, so it stays
-// until the commit makes the reference count positive.
+// until the commit makes the reference count positive. A message kept in
+// the database (blobs.go) gets its bytes written with the row.
 func (s *Store) ensureBlob(w *wtx, nb *newBlob) (int64, error) {
-	if _, err := os.Stat(s.blobPath(nb.sha)); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, errBlobMissing
+	inline := s.inline(len(nb.raw))
+	if !inline {
+		if err := s.checkBlobFile(nb.sha); err != nil {
+			return 0, err
 		}
-		return 0, fmt.Errorf("check blob file: %w", err)
 	}
 	var id int64
 	err := w.queryRow("SELECT id FROM blobs WHERE sha256 = ?", nb.sha).Scan(&id)
 	if err == nil {
-		return id, nil
+		if inline {
+			err = s.keepInline(w, id, nb)
+		}
+		return id, err
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("look up blob: %w", err)
@@ -203,7 +207,47 @@ func (s *Store) ensureBlob(w *wtx, nb *newBlob) (int64, error) {
 			return 0, fmt.Errorf("insert blob header: %w", err)
 		}
 	}
+	if inline {
+		if _, err := w.exec("INSERT INTO blob_data (blob_id, raw) VALUES (?, ?)", id, nb.raw); err != nil {
+			return 0, fmt.Errorf("insert message bytes: %w", err)
+		}
+	}
 	return id, nil
+}
+
+// checkBlobFile reports errBlobMissing when the message file is gone.
+func (s *Store) checkBlobFile(sha string) error {
+	if _, err := os.Stat(s.blobPath(sha)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return errBlobMissing
+		}
+		return fmt.Errorf("check blob file: %w", err)
+	}
+	return nil
+}
+
+// keepInline makes sure an existing blob row that a new message of inline
+// size shares has its bytes somewhere: in blob_data, or in the file an
+// older version of pimail (or a larger InlineMax) wrote. When neither
+// holds them (the file was collected), the new message's bytes go in.
+func (s *Store) keepInline(w *wtx, id int64, nb *newBlob) error {
+	var have bool
+	if err := w.queryRow("SELECT EXISTS (SELECT 1 FROM blob_data WHERE blob_id = ?)", id).Scan(&have); err != nil {
+		return fmt.Errorf("look up message bytes: %w", err)
+	}
+	if have {
+		return nil
+	}
+	switch err := s.checkBlobFile(nb.sha); {
+	case err == nil:
+		return nil
+	case !errors.Is(err, errBlobMissing):
+		return err
+	}
+	if _, err := w.exec("INSERT INTO blob_data (blob_id, raw) VALUES (?, ?)", id, nb.raw); err != nil {
+		return fmt.Errorf("insert message bytes: %w", err)
+	}
+	return nil
 }
 
 // insertMessage adds one mail row for a target: next UID, next MODSEQ.

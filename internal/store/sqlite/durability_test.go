@@ -83,7 +83,7 @@ func TestOpenCreatesPrivateDir(t *testing.T) {
 
 func TestOrphanCollectionAtOpen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, testOptions())
+	s, err := Open(dir, fileOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestOrphanCollectionAtOpen(t *testing.T) {
 }
 
 func TestRefcountZeroDeletesFile(t *testing.T) {
-	s := openTest(t)
+	s := openFileTest(t)
 	ctx := context.Background()
 	a := mustAccount(t, s, "u@example.org")
 	b := mustAccount(t, s, "v@example.org")
@@ -236,7 +236,7 @@ func TestCollectorRace(t *testing.T) {
 // an unreferenced blob right after a new delivery of the same content found
 // it present: the delivery must notice and write the file again.
 func TestCollectorBetweenWriteAndCommit(t *testing.T) {
-	s := openTest(t)
+	s := openFileTest(t)
 	ctx := context.Background()
 	a := mustAccount(t, s, "u@example.org")
 	inbox := inboxOf(t, s, a)

@@ -337,7 +337,7 @@ func (s *Store) loadDocs(ctx context.Context, after int64, limit int) (docs []in
 	last = after
 	for _, p := range ps {
 		last = p.id
-		raw, err := os.ReadFile(s.blobPath(p.sha))
+		raw, err := s.readRaw(s.ctx, p.id, p.sha)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // collected meanwhile
 		}

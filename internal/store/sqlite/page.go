@@ -10,10 +10,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
-	"weak"
 
 	"pimail/internal/message"
 	"pimail/internal/store"
@@ -37,45 +34,6 @@ const countsQuery = `SELECT mb.id, mb.account_id, mb.name, mb.special_use, mb.su
 	FROM mailboxes mb LEFT JOIN mail ON mail.mailbox_id = mb.id
 	WHERE mb.account_id = ? GROUP BY mb.id ORDER BY mb.name`
 
-// listStmts are the prepared statements of one store. database/sql keeps
-// them prepared on each pooled connection, so a request skips SQLite's
-// parser and planner.
-type listStmts struct {
-	once  sync.Once
-	err   error
-	page  *sql.Stmt
-	count *sql.Stmt
-}
-
-// stmtCache maps a store (weakly, so a closed and dropped store is
-// collected) to its statements.
-var stmtCache sync.Map // weak.Pointer[Store] → *listStmts
-
-func (s *Store) listStmts() (*listStmts, error) {
-	key := weak.Make(s)
-	v, ok := stmtCache.Load(key)
-	if !ok {
-		var loaded bool
-		v, loaded = stmtCache.LoadOrStore(key, &listStmts{})
-		if !loaded {
-			runtime.AddCleanup(s, func(k weak.Pointer[Store]) { stmtCache.Delete(k) }, key)
-		}
-	}
-	ls := v.(*listStmts)
-	ls.once.Do(func() {
-		// The store's context, not the first caller's: a request that
-		// gives up must not leave the error here for every later one.
-		if ls.page, ls.err = s.rdb.PrepareContext(s.ctx, pageQuery); ls.err != nil {
-			return
-		}
-		ls.count, ls.err = s.rdb.PrepareContext(s.ctx, countsQuery)
-	})
-	if ls.err != nil {
-		return nil, fmt.Errorf("sqlite store: prepare list queries: %w", ls.err)
-	}
-	return ls, nil
-}
-
 // MailboxPage returns up to limit messages, newest first, after offset.
 func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit int) ([]store.ListItem, error) {
 	if offset < 0 || limit < 0 {
@@ -84,11 +42,11 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 	if limit == 0 {
 		return nil, nil
 	}
-	ls, err := s.listStmts()
+	st, err := s.rstmts.get(s.ctx, s.rdb, pageQuery)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite store: prepare mailbox page: %w", err)
 	}
-	rows, err := ls.page.QueryContext(ctx, mailboxID, limit, offset)
+	rows, err := st.QueryContext(ctx, mailboxID, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
 	}
@@ -165,11 +123,11 @@ func hasAttachment(pj []byte) bool {
 
 // MailboxCounts returns the account's mailboxes with their counters.
 func (s *Store) MailboxCounts(ctx context.Context, accountID int64) ([]store.MailboxCount, error) {
-	ls, err := s.listStmts()
+	st, err := s.rstmts.get(s.ctx, s.rdb, countsQuery)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite store: prepare mailbox counts: %w", err)
 	}
-	rows, err := ls.count.QueryContext(ctx, store.FlagSeen, accountID)
+	rows, err := st.QueryContext(ctx, store.FlagSeen, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: mailbox counts: %w", err)
 	}

@@ -42,7 +42,7 @@ func (s *Store) SetQuota(ctx context.Context, address string, bytes int64) error
 
 // Quota returns the account's limit and usage in bytes.
 func (s *Store) Quota(ctx context.Context, accountID int64) (limit, used int64, err error) {
-	err = s.rdb.QueryRowContext(ctx, "SELECT quota_bytes, used_bytes FROM accounts WHERE id = ?", accountID).Scan(&limit, &used)
+	err = s.readRow(ctx, "SELECT quota_bytes, used_bytes FROM accounts WHERE id = ?", accountID).Scan(&limit, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, fmt.Errorf("sqlite store: account %d: %w", accountID, store.ErrNotFound)
 	}

@@ -255,6 +255,24 @@ CREATE TRIGGER blobs_delete_narrow AFTER DELETE ON blobs BEGIN
 	DELETE FROM blob_headers WHERE blob_id = OLD.id;
 END;
 `,
+	// 7: messages up to inlineBlobMax bytes are kept in the database
+	// instead of a file of their own (blobs.go): one row written in the
+	// group commit, which is fsynced once for the whole batch, instead of
+	// a file created, fsynced and renamed, and its directory fsynced, per
+	// message. Deleted with the blob.
+	`
+CREATE TABLE blob_data (
+	blob_id INTEGER PRIMARY KEY, -- blobs.id
+	raw     BLOB NOT NULL        -- the whole message
+);
+DROP TRIGGER blobs_delete_narrow;
+CREATE TRIGGER blobs_delete_narrow AFTER DELETE ON blobs BEGIN
+	DELETE FROM blob_fetch WHERE blob_id = OLD.id;
+	DELETE FROM blob_addrs WHERE blob_id = OLD.id;
+	DELETE FROM blob_headers WHERE blob_id = OLD.id;
+	DELETE FROM blob_data WHERE blob_id = OLD.id;
+END;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

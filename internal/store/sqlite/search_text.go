@@ -228,7 +228,7 @@ func (p *searchPlan) verify(ctx context.Context, crits []*textCrit) error {
 			defer wg.Done()
 			for bm := range work {
 				r := result{id: bm.id, hits: make([]bool, len(crits))}
-				raw, err := os.ReadFile(p.s.blobPath(bm.sha))
+				raw, err := p.s.readRaw(ctx, bm.id, bm.sha)
 				if errors.Is(err, os.ErrNotExist) {
 					out <- r // collected: no row can point at it any more
 					continue

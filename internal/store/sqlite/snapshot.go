@@ -237,9 +237,10 @@ func (s *Store) lockWrites(ctx context.Context) (func(), error) {
 	}, nil
 }
 
-// liveBlobs lists the content addresses of the referenced blobs.
+// liveBlobs lists the content addresses of the referenced blobs that have
+// a file (the others are in the database).
 func (s *Store) liveBlobs(ctx context.Context) ([]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT sha256 FROM blobs WHERE refcount > 0")
+	rows, err := s.rdb.QueryContext(ctx, "SELECT sha256 FROM blobs WHERE refcount > 0 AND id NOT IN (SELECT blob_id FROM blob_data)")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: list blobs: %w", err)
 	}
@@ -273,14 +274,15 @@ func pruneSnapshot(ctx context.Context, path string) error {
 	return nil
 }
 
-// snapshotBlobs lists the content addresses and sizes of a copy's blobs.
+// snapshotBlobs lists the content addresses and sizes of a copy's blobs
+// that have a file.
 func snapshotBlobs(ctx context.Context, path string) (map[string]int64, error) {
 	db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: open copy: %w", err)
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SELECT sha256, size FROM blobs")
+	rows, err := db.QueryContext(ctx, "SELECT sha256, size FROM blobs WHERE id NOT IN (SELECT blob_id FROM blob_data)")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: list blobs of copy: %w", err)
 	}

@@ -56,7 +56,7 @@ func verifyClean(t *testing.T, dir string) VerifyReport {
 func TestSnapshotIsCleanCopy(t *testing.T) {
 	for _, copyFiles := range []bool{false, true} {
 		t.Run(map[bool]string{false: "link", true: "copy"}[copyFiles], func(t *testing.T) {
-			s := openTest(t)
+			s := openFileTest(t)
 			a := mustAccount(t, s, "u@example.org")
 			ds := deliverN(t, s, a, 0, 30)
 			expungeUIDs(t, s, ds[0].MailboxID, ds[0].UID, ds[1].UID, ds[2].UID)
@@ -120,7 +120,7 @@ func TestSnapshotRefusesNonEmptyDir(t *testing.T) {
 // one holds the write lock.
 func TestSnapshotRetriesWhenCollected(t *testing.T) {
 	for _, unlucky := range []int{1, 2} {
-		s := openTest(t)
+		s := openFileTest(t)
 		a := mustAccount(t, s, "u@example.org")
 		deliverN(t, s, a, 0, 5)
 		next := 100
@@ -213,7 +213,7 @@ func TestSnapshotDuringLoad(t *testing.T) {
 }
 
 func TestVerifyFindsDamage(t *testing.T) {
-	s := openTest(t)
+	s := openFileTest(t)
 	a := mustAccount(t, s, "u@example.org")
 	deliverN(t, s, a, 0, 4)
 	// 0: altered content, 1: missing file, 2: wrong reference count.

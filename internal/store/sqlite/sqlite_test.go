@@ -16,9 +16,27 @@ func testOptions() Options {
 	return Options{Logger: quietLogger(), CollectInterval: -1}
 }
 
+// fileOptions keeps every message in a file of its own, for the tests of
+// message files (collection, orphans, snapshots of files).
+func fileOptions() Options {
+	o := testOptions()
+	o.InlineMax = -1
+	return o
+}
+
 func openTest(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(t.TempDir(), testOptions())
+	return openWith(t, testOptions())
+}
+
+func openFileTest(t *testing.T) *Store {
+	t.Helper()
+	return openWith(t, fileOptions())
+}
+
+func openWith(t *testing.T, o Options) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

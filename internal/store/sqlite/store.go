@@ -45,6 +45,10 @@ type Options struct {
 	// collector: for short-lived processes such as admin commands, which
 	// leave that work to the server.
 	NoCollect bool
+	// InlineMax is the largest message kept in the database rather than
+	// in a file of its own (blobs.go); 0 means 128 KiB, negative keeps
+	// every message in a file.
+	InlineMax int
 }
 
 func (o *Options) setDefaults() {
@@ -66,6 +70,9 @@ func (o *Options) setDefaults() {
 	if o.OrphanGrace <= 0 {
 		o.OrphanGrace = 15 * time.Minute
 	}
+	if o.InlineMax == 0 {
+		o.InlineMax = defaultInlineMax
+	}
 }
 
 // Store is the SQLite implementation of store.Store.
@@ -77,6 +84,7 @@ type Store struct {
 
 	wdb *sql.DB // exactly one connection, used only by the writer goroutine
 	rdb *sql.DB // read-only pool
+	bdb *sql.DB // read-only pool for message bytes kept in the database (blobs.go)
 
 	jobs    chan *job
 	collect chan struct{} // kicks the collector; capacity 1
@@ -91,6 +99,8 @@ type Store struct {
 	busyUntil atomic.Int64
 	// rx is the writer's bookkeeping of commits without fsync (writer.go).
 	rx relaxedState
+	// Statements of hot constant queries, prepared once (stmtcache.go).
+	rstmts, bstmts, wstmts stmtCache
 
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc
@@ -215,11 +225,26 @@ func (s *Store) openDBs() error {
 	}
 	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
 	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
+	// Messages kept in the database are read on a pool of their own, one
+	// statement at a time, so that a reader holding a connection of rdb
+	// (a search going through its rows) never waits for another one.
+	// Their pages are read once and need little cache.
+	s.bdb, err = sql.Open("sqlite", s.dsn(true)+"&_pragma=cache_size(-256)")
+	if err != nil {
+		s.rdb.Close()
+		s.wdb.Close()
+		return fmt.Errorf("sqlite store: open blob read pool: %w", err)
+	}
+	s.bdb.SetMaxOpenConns(blobReadConns)
+	s.bdb.SetMaxIdleConns(blobReadConns)
 	return nil
 }
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	if s.bdb != nil {
+		errs = append(errs, s.bdb.Close())
+	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}
@@ -240,6 +265,9 @@ func (s *Store) Close() error {
 		s.cancel()
 		s.wg.Wait()
 		s.feed.closeAll()
+		s.rstmts.close()
+		s.bstmts.close()
+		s.wstmts.close()
 		if err := s.closeDBs(); err != nil {
 			s.closeErr = fmt.Errorf("sqlite store: close: %w", err)
 		}

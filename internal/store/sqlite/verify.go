@@ -84,6 +84,10 @@ func VerifyDir(ctx context.Context, dir string) (VerifyReport, error) {
 	}
 
 	blobDir := filepath.Join(dir, "blobs")
+	var inline bool // schema 7: messages kept in blob_data
+	if err := db.QueryRowContext(ctx, "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'blob_data'").Scan(&inline); err != nil {
+		return rep, fmt.Errorf("verify: look up blob_data: %w", err)
+	}
 	known := make(map[string]bool, len(blobs))
 	var missing []verifyBlob
 	for _, b := range blobs {
@@ -91,7 +95,7 @@ func VerifyDir(ctx context.Context, dir string) (VerifyReport, error) {
 			return rep, fmt.Errorf("verify: %w", err)
 		}
 		known[b.sha] = true
-		n, sum, err := hashFile(filepath.Join(blobDir, b.sha[:2], b.sha))
+		n, sum, err := hashBlob(ctx, db, inline, b.id, filepath.Join(blobDir, b.sha[:2], b.sha))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			if b.refcount > 0 {
@@ -238,6 +242,24 @@ func readBlobRows(ctx context.Context, db *sql.DB, rep *VerifyReport) ([]verifyB
 		rep.problem("%d mail or queue rows point at blob %d, which has no row", refs[id], id)
 	}
 	return blobs, nil
+}
+
+// hashBlob returns the size and SHA-256 in hex of blob id's bytes: kept
+// in the database when inline and blob_data has them, else in the file at
+// path.
+func hashBlob(ctx context.Context, db *sql.DB, inline bool, id int64, path string) (int64, string, error) {
+	if inline {
+		var raw []byte
+		err := db.QueryRowContext(ctx, "SELECT raw FROM blob_data WHERE blob_id = ?", id).Scan(&raw)
+		if err == nil {
+			sum := sha256.Sum256(raw)
+			return int64(len(raw)), hex.EncodeToString(sum[:]), nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return 0, "", fmt.Errorf("read blob_data: %w", err)
+		}
+	}
+	return hashFile(path)
 }
 
 // hashFile returns a file's size and SHA-256 in hex.

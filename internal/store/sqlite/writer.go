@@ -59,6 +59,10 @@ const maxBatchStmts = 128
 type batchStmts struct {
 	tx *sql.Tx
 	m  map[string]*sql.Stmt
+	// shared holds the statements prepared for every batch; learned are
+	// those this batch prepared for itself, to add to shared after it.
+	shared  *stmtCache
+	learned []string
 }
 
 // get returns the prepared statement for q, or nil when the cache is full
@@ -71,11 +75,19 @@ func (c *batchStmts) get(ctx context.Context, q string) *sql.Stmt {
 	if len(c.m) >= maxBatchStmts {
 		return nil
 	}
+	if st := c.shared.lookup(q); st != nil {
+		// Prepared on this same connection by an earlier batch
+		// (Tx.StmtContext reuses it rather than preparing again).
+		st = c.tx.StmtContext(ctx, st)
+		c.m[q] = st
+		return st
+	}
 	st, err := c.tx.PrepareContext(ctx, q)
 	if err != nil {
 		return nil
 	}
 	c.m[q] = st
+	c.learned = append(c.learned, q)
 	return st
 }
 
@@ -281,7 +293,7 @@ func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
 	if err := s.markRelaxed(ctx, tx, batch, relaxed); err != nil {
 		return err
 	}
-	stmts := &batchStmts{tx: tx, m: map[string]*sql.Stmt{}}
+	stmts := &batchStmts{tx: tx, m: map[string]*sql.Stmt{}, shared: &s.wstmts}
 	for _, j := range batch {
 		j.err, j.events = nil, nil
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
@@ -294,7 +306,10 @@ func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
 		}
 		if jerr != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO job"); err != nil {
-				return fmt.Errorf("rollback to savepoint: %w", err)
+				// SQLite may have rolled the whole transaction
+				// back itself (SQLITE_FULL, SQLITE_IOERR): the
+				// batch fails with the job's error.
+				return fmt.Errorf("%w (rollback to savepoint: %v)", jerr, err)
 			}
 			j.err = jerr
 		} else {
@@ -314,6 +329,7 @@ func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.learnWriterStmts(stmts.learned)
 	return nil
 }
 
