@@ -1,11 +1,13 @@
 // Package sqlite is pimail's embedded message store: store.Store on one SQLite
 // database (modernc.org/sqlite, pure Go) plus a directory of content-addressed
-// message files.
+// message files for the messages too big to keep in the database.
 //
 // # Data directory
 //
 //	DIR/pimail.db            the database (WAL mode: also pimail.db-wal, -shm)
-//	DIR/blobs/<hh>/<sha256>  message bytes, one file per distinct message,
+//	DIR/blobs/<hh>/<sha256>  message bytes, one file per distinct message
+//	                         over Options.InlineMax (128 KiB; smaller ones
+//	                         are rows of blob_data in the database),
 //	                         <hh> the first two hex digits of the SHA-256
 //	DIR/blobs/tmp/           files being written (renamed into place)
 //	DIR/backup/              snapshots taken before schema migrations
@@ -28,6 +30,7 @@
 //	blob_addrs (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr)
 //	                                         per blob, lower-cased, for SEARCH
 //	blob_headers (blob_id, header)           per blob, for FETCH BODY[HEADER]
+//	blob_data  (blob_id, raw)                the message, when not in a file
 //	mail       (mailbox_id, uid, modseq, flags, keywords, internal_date,
 //	            blob_id)                     primary key (mailbox_id, uid)
 //	expunged   (mailbox_id, uid, modseq)     tombstones for Changes / QRESYNC
@@ -72,11 +75,13 @@
 // others. SQLITE_BUSY (another process, such as the admin CLI, holding the
 // write lock) is retried with back-off for up to Options.BusyTimeout.
 //
-// Deliver and Append first write the message file in the caller's goroutine:
-// to DIR/blobs/tmp, fsync, rename to its content address, fsync the
+// A message up to Options.InlineMax goes into blob_data in the same
+// transaction as its rows, so the batch's one WAL fsync makes it durable.
+// A bigger one is written first, in the caller's goroutine: to
+// DIR/blobs/tmp, fsync, rename to its content address, fsync the
 // directory. Only then is the request queued; it returns after the commit. A
-// crash therefore can leave a file without a row, never a row without a
-// file, and no acknowledged message is lost.
+// crash therefore can leave a file without a row, never a row without its
+// bytes, and no acknowledged message is lost.
 //
 // # Durability classes
 //
