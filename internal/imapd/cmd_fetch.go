@@ -270,6 +270,17 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 			b = append(b, "ENVELOPE "...)
 			b = s.appendEnvelope(b, envelopeOf(m))
 			continue
+		case "BODY[]":
+			if a.Section.Text == "HEADER" && len(a.Section.Part) == 0 && a.Partial == nil {
+				// BODY.PEEK[HEADER], what clients list a mailbox with.
+				hdr := headerBytes(raw, rootPart(m, raw))
+				b = append(b, "BODY[HEADER] {"...)
+				b = strconv.AppendUint(b, uint64(len(hdr)), 10)
+				b = append(b, "}\r\n"...)
+				w.Bytes(b).Bytes(hdr)
+				b = w.AvailableBuffer()
+				continue
+			}
 		}
 		w.Bytes(b)
 		switch a.Name {

@@ -83,11 +83,16 @@ func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan)
 			if err != nil {
 				return nil, nil, err
 			}
+			// The header is all of raw that this FETCH sees: describe
+			// it as the top-level part's header (one allocation per
+			// chunk for all of them).
+			parsed := make([]message.Parsed, len(metas))
+			parts := make([]message.Part, len(metas))
 			for i := range metas {
-				// The header is all of raw that this FETCH sees:
-				// describe it as the top-level part's header.
 				n := int64(len(headers[i]))
-				metas[i].Parsed = &message.Parsed{Body: &message.Part{BodyStart: n, End: n}}
+				parts[i] = message.Part{BodyStart: n, End: n}
+				parsed[i].Body = &parts[i]
+				metas[i].Parsed = &parsed[i]
 			}
 			return metas, headers, nil
 		}

@@ -12,6 +12,11 @@ import (
 // an earlier one is written: one per core of a small machine.
 const fetchAhead = 2
 
+// fetchFirstChunk is the size of a FETCH's first chunk: smaller than the
+// others, so that the first responses leave sooner and the formatting of
+// the first chunk overlaps the reading of the next ones earlier.
+const fetchFirstChunk = 64
+
 // chunkData is what the store returned for one chunk of a FETCH.
 type chunkData struct {
 	metas   []store.MessageMeta
@@ -46,8 +51,8 @@ func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
 		return chunkData{metas, headers, err}
 	}
 	var chunks [][]int
-	for start := 0; start < len(idx); start += fetchChunk {
-		chunks = append(chunks, idx[start:min(start+fetchChunk, len(idx))])
+	for start, n := 0, fetchFirstChunk; start < len(idx); start, n = start+n, fetchChunk {
+		chunks = append(chunks, idx[start:min(start+n, len(idx))])
 	}
 	ahead := 1
 	if !plan.setSeen {

@@ -175,7 +175,16 @@ func TestDateTime(t *testing.T) {
 // AppendString and AppendNString write what String and NString do.
 func TestWriterAppendStrings(t *testing.T) {
 	for _, utf8 := range []bool{false, true} {
-		for _, s := range []string{"", "plain", "with \"quote\"", "back\\slash", "über", "cr\rlf\n", "nul\x00", strings.Repeat("x", 1025), strings.Repeat("y", 1024)} {
+		strs := []string{"", "plain", "with \"quote\"", "back\\slash", "über", "cr\rlf\n", "nul\x00", strings.Repeat("x", 1025), strings.Repeat("y", 1024)}
+		// Every special byte at every offset of the 8-byte words and the tail.
+		for _, c := range []byte{0, '\r', '\n', '"', '\\', 0x80, 0xff, 0x7f, 0x01, '!', '#', '[', ']'} {
+			for at := range 19 {
+				b := []byte(strings.Repeat("abcdefgh", 3)[:19])
+				b[at] = c
+				strs = append(strs, string(b))
+			}
+		}
+		for _, s := range strs {
 			var buf bytes.Buffer
 			bw := bufio.NewWriter(&buf)
 			w := NewWriter(bw)
@@ -189,6 +198,13 @@ func TestWriterAppendStrings(t *testing.T) {
 			b = w.AppendNString(b, s)
 			if string(b) != buf.String() {
 				t.Errorf("utf8 %v: Append %q, want %q", utf8, b, buf.String())
+			}
+			literal := len(s) > 1024 || strings.ContainsAny(s, "\r\n\x00\"\\")
+			for i := 0; i < len(s); i++ {
+				literal = literal || s[i] >= 0x80 && !utf8
+			}
+			if got := w.needsLiteral(s); got != literal {
+				t.Errorf("utf8 %v: needsLiteral(%q) = %v, want %v", utf8, s, got, literal)
 			}
 		}
 	}

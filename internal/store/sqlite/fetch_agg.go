@@ -45,9 +45,11 @@ type fetchSink struct {
 	err       error
 }
 
-// arenaBlock is the size of an arena block: a chunk of 256 envelopes fits
-// in one, 256 headers in a few.
-const arenaBlock = 128 << 10
+// arenaBlock is the size of an arena block: below the 32 KB from which Go
+// allocates a block as a large object (zeroed pages of its own, often
+// faulted in again after the scavenger returned them), 40 envelopes or 10
+// headers of a mailing list.
+const arenaBlock = 16 << 10
 
 // keep copies b into the arena and returns the copy. Bytes once returned
 // are never written again: a full block is left to its slices and a new
@@ -64,11 +66,29 @@ func (k *fetchSink) keep(b []byte) []byte {
 	return k.arena[n:len(k.arena):len(k.arena)]
 }
 
-// fetchSinks maps the sink ids passed to pimail_fetch_rows to the sinks.
+// fetchSinks holds the sinks of the queries running now, by the slot
+// number passed to pimail_fetch_rows. A slot number below 256 is passed
+// to the step as an interface value without an allocation (Go keeps those
+// integers preallocated), which a growing id would cost on every row.
 var (
-	fetchSinks  sync.Map // int64 → *fetchSink
-	fetchSinkID atomic.Int64
+	fetchSinks    [256]atomic.Pointer[fetchSink]
+	fetchSinkNext atomic.Uint32
 )
+
+// takeSlot puts k into a free slot and returns its number. Every query
+// holds a pooled connection while its slot is taken, so slots run out
+// only with more than 256 connections; then it waits.
+func takeSlot(k *fetchSink) int64 {
+	for n := 0; ; n++ {
+		i := fetchSinkNext.Add(1) % uint32(len(fetchSinks))
+		if fetchSinks[i].CompareAndSwap(nil, k) {
+			return int64(i)
+		}
+		if n%len(fetchSinks) == len(fetchSinks)-1 {
+			runtime.Gosched()
+		}
+	}
+}
 
 // fetchAgg is one evaluation of pimail_fetch_rows.
 type fetchAgg struct {
@@ -86,11 +106,12 @@ func (a *fetchAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error {
 	}
 	if a.sink == nil {
 		id, _ := args[0].(int64)
-		v, ok := fetchSinks.Load(id)
-		if !ok {
-			return errors.New("pimail_fetch_rows: unknown sink")
+		if id < 0 || id >= int64(len(fetchSinks)) {
+			return errors.New("pimail_fetch_rows: no such sink")
 		}
-		a.sink = v.(*fetchSink)
+		if a.sink = fetchSinks[id].Load(); a.sink == nil {
+			return errors.New("pimail_fetch_rows: no such sink")
+		}
 	}
 	k := a.sink
 	a.rows++
@@ -177,9 +198,8 @@ func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSe
 		metas:     make([]store.MessageMeta, 0, fetchLiteCap),
 		data:      make([][]byte, 0, fetchLiteCap),
 	}
-	id := fetchSinkID.Add(1)
-	fetchSinks.Store(id, k)
-	defer fetchSinks.Delete(id)
+	id := takeSlot(k)
+	defer fetchSinks[id].Store(nil)
 	q := fetchRowsEnvelope
 	if what == liteHeader {
 		q = fetchRowsHeader

@@ -13,8 +13,14 @@ import (
 	"pimail/internal/store"
 )
 
-// fetchBenchMbox is seed 003's 1k mailbox; the benchmarks skip without it.
-const fetchBenchMbox = "/work/shared/corpus/mailbox/mailbox-1k.mbox"
+// fetchBenchMbox is seed 003's 1k mailbox, or the mbox named by
+// $FETCH_BENCH_MBOX; the benchmarks skip without it.
+func fetchBenchMbox() string {
+	if p := os.Getenv("FETCH_BENCH_MBOX"); p != "" {
+		return p
+	}
+	return "/work/shared/corpus/mailbox/mailbox-1k.mbox"
+}
 
 var fetchBenchEnv struct {
 	sync.Once
@@ -28,7 +34,7 @@ var fetchBenchEnv struct {
 // process) whose INBOX holds fetchBenchMbox.
 func fetchBenchStore(b *testing.B) (*Store, int64, []uint32) {
 	b.Helper()
-	raw, err := os.ReadFile(fetchBenchMbox)
+	raw, err := os.ReadFile(fetchBenchMbox())
 	if err != nil {
 		b.Skipf("benchmark mailbox not available: %v", err)
 	}
