@@ -252,34 +252,50 @@ func (s *Store) keepInline(w *wtx, id int64, nb *newBlob) error {
 
 // insertMessage adds one mail row for a target: next UID, next MODSEQ.
 func insertMessage(w *wtx, t target, blobID, idate int64) (store.Delivered, error) {
-	var mb store.Mailbox
-	var err error
-	if t.mailboxID != 0 {
-		mb, err = mailboxByID(w, t.mailboxID)
-	} else {
+	mb, uid, modseq, err := claimSlot(w, t)
+	if errors.Is(err, store.ErrNotFound) && t.mailboxID == 0 {
 		if err := accountExists(w, t.accountID); err != nil {
 			return store.Delivered{}, err
 		}
-		mb, err = mailboxByName(w, t.accountID, t.name)
-		if errors.Is(err, store.ErrNotFound) {
-			mb, err = createMailbox(w, t.accountID, t.name, store.SpecialNone)
+		if _, err := createMailbox(w, t.accountID, t.name, store.SpecialNone); err != nil {
+			return store.Delivered{}, err
 		}
+		mb, uid, modseq, err = claimSlot(w, t)
 	}
-	if err != nil {
-		return store.Delivered{}, err
-	}
-	uid, err := takeUIDs(w, mb.ID, 1)
-	if err != nil {
-		return store.Delivered{}, err
-	}
-	ms, err := nextModSeq(w, mb.ID)
 	if err != nil {
 		return store.Delivered{}, err
 	}
 	if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		mb.ID, uid, ms, t.flags, joinKeywords(t.keywords), idate, blobID); err != nil {
+		mb.ID, uid, modseq, t.flags, joinKeywords(t.keywords), idate, blobID); err != nil {
 		return store.Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
 	w.publish(mb.AccountID, mb.ID)
 	return store.Delivered{AccountID: mb.AccountID, MailboxID: mb.ID, UIDValidity: mb.UIDValidity, UID: uid}, nil
+}
+
+// claimSlot takes the next UID and the next MODSEQ of the target's mailbox
+// in one statement and returns the mailbox and the new message's UID (the
+// old UIDNEXT: it only grows, RFC 9051 §2.3.1.1) and MODSEQ (the new
+// HIGHESTMODSEQ, RFC 7162 §3.1.1): what takeUIDs and nextModSeq do, for
+// the path every delivery takes.
+func claimSlot(w *wtx, t target) (mb store.Mailbox, uid uint32, modseq uint64, err error) {
+	const q = "UPDATE mailboxes SET uidnext = uidnext + 1, highestmodseq = highestmodseq + 1 WHERE "
+	const ret = " RETURNING id, account_id, uidvalidity, uidnext, highestmodseq"
+	var row *sql.Row
+	if t.mailboxID != 0 {
+		row = w.queryRow(q+"id = ?"+ret, t.mailboxID)
+	} else {
+		row = w.queryRow(q+"account_id = ? AND name = ?"+ret, t.accountID, t.name)
+	}
+	var next int64
+	err = row.Scan(&mb.ID, &mb.AccountID, &mb.UIDValidity, &next, &modseq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return mb, 0, 0, fmt.Errorf("mailbox %d %q of account %d: %w", t.mailboxID, t.name, t.accountID, store.ErrNotFound)
+	case err != nil:
+		return mb, 0, 0, fmt.Errorf("take a uid: %w", err)
+	case next > 0xffffffff:
+		return mb, 0, 0, fmt.Errorf("mailbox %d: UID space exhausted: %w", mb.ID, store.ErrInvalid)
+	}
+	return mb, uint32(next - 1), modseq, nil
 }
