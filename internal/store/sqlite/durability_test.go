@@ -762,3 +762,30 @@ func TestRelaxedRecoveryAfterPowerFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointOffTheCommitPath: commits never checkpoint (the write
+// connection has wal_autocheckpoint=0); the checkpointer does, once the
+// writer is quiet.
+func TestCheckpointOffTheCommitPath(t *testing.T) {
+	q := checkpointQuiet
+	checkpointQuiet = 10 * time.Millisecond
+	t.Cleanup(func() { checkpointQuiet = q })
+	s := openTest(t)
+	var ac int
+	if err := s.wdb.QueryRow("PRAGMA wal_autocheckpoint").Scan(&ac); err != nil || ac != 0 {
+		t.Fatalf("write connection wal_autocheckpoint = %d, %v; want 0", ac, err)
+	}
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	n0 := s.checkpoints.Load()
+	if _, err := s.Append(ctx, inbox.ID, testMsg(1), 0, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; s.checkpoints.Load() == n0 && i < 1000; i++ { // bounded wait
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.checkpoints.Load() == n0 {
+		t.Fatalf("no checkpoint 10 s after a commit")
+	}
+}

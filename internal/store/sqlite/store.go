@@ -84,6 +84,7 @@ type Store struct {
 
 	wdb *sql.DB // exactly one connection, used only by the writer goroutine
 	rdb *sql.DB // read-only pool
+	cdb *sql.DB // one connection for the checkpointer (writer.go)
 	bdb *sql.DB // read-only pool for message bytes kept in the database (blobs.go)
 
 	jobs    chan *job
@@ -99,6 +100,11 @@ type Store struct {
 	busyUntil atomic.Int64
 	// rx is the writer's bookkeeping of commits without fsync (writer.go).
 	rx relaxedState
+	// ckpt kicks the checkpointer (capacity 1); lastCommit is the time
+	// (Unix ns) of the last commit (writer.go).
+	ckpt        chan struct{}
+	lastCommit  atomic.Int64
+	checkpoints atomic.Int64 // checkpoints done, for tests
 	// Statements of hot constant queries, prepared once (stmtcache.go).
 	rstmts, bstmts, wstmts stmtCache
 
@@ -135,6 +141,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		log:     opts.Logger.With("component", "store"),
 		jobs:    make(chan *job, opts.MaxBatch),
 		collect: make(chan struct{}, 1),
+		ckpt:    make(chan struct{}, 1),
 		feed:    newFeed(),
 	}
 	for _, d := range []string{abs, s.blobDir, filepath.Join(s.blobDir, "tmp")} {
@@ -154,8 +161,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite store: recover from a crash: %w", err)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.writer()
+	go s.checkpointer()
 
 	if opts.NoCollect {
 		return s, nil
@@ -189,7 +197,8 @@ func (s *Store) dsn(readOnly bool) string {
 	if readOnly {
 		p += "&_pragma=query_only(1)"
 	} else {
-		p += "&_pragma=journal_mode(WAL)&_txlock=immediate"
+		// The checkpointer checkpoints, not the commits (writer.go).
+		p += "&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	}
 	return p
 }
@@ -225,12 +234,23 @@ func (s *Store) openDBs() error {
 	}
 	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
 	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
+	s.cdb, err = sql.Open("sqlite", s.dsn(false))
+	if err != nil {
+		s.rdb.Close()
+		s.wdb.Close()
+		return fmt.Errorf("sqlite store: open checkpoint connection: %w", err)
+	}
+	s.cdb.SetMaxOpenConns(1)
+	s.cdb.SetMaxIdleConns(1)
+	s.cdb.SetConnMaxLifetime(0)
+	s.cdb.SetConnMaxIdleTime(0)
 	// Messages kept in the database are read on a pool of their own, one
 	// statement at a time, so that a reader holding a connection of rdb
 	// (a search going through its rows) never waits for another one.
 	// Their pages are read once and need little cache.
 	s.bdb, err = sql.Open("sqlite", s.dsn(true)+"&_pragma=cache_size(-256)")
 	if err != nil {
+		s.cdb.Close()
 		s.rdb.Close()
 		s.wdb.Close()
 		return fmt.Errorf("sqlite store: open blob read pool: %w", err)
@@ -247,6 +267,9 @@ func (s *Store) closeDBs() error {
 	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
+	}
+	if s.cdb != nil {
+		errs = append(errs, s.cdb.Close())
 	}
 	if s.wdb != nil {
 		errs = append(errs, s.wdb.Close())
