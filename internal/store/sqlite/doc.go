@@ -74,6 +74,10 @@
 // request that fails is rolled back to its savepoint without affecting the
 // others. SQLITE_BUSY (another process, such as the admin CLI, holding the
 // write lock) is retried with back-off for up to Options.BusyTimeout.
+// The write connection never checkpoints (wal_autocheckpoint=0), so that no
+// request pays for copying the WAL into the database file: a checkpointer
+// goroutine runs PASSIVE checkpoints on a connection of its own once the
+// writer has been quiet for 500 ms, or 5 s into a stream of writes.
 //
 // A message up to Options.InlineMax goes into blob_data in the same
 // transaction as its rows, so the batch's one WAL fsync makes it durable.
