@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -80,6 +81,10 @@ func cmdServe(args []string) error {
 // run opens the store and serves until SIGINT or SIGTERM.
 func run(cfg config.Config, onReady func(addrs map[string]string)) error {
 	logger := newLogger(os.Stderr, cfg.Log.Level, cfg.Log.Format)
+	if cfg.MemoryLimitMB > 0 {
+		debug.SetMemoryLimit(int64(cfg.MemoryLimitMB) << 20)
+		logger.Info("soft memory limit set", "mib", cfg.MemoryLimitMB)
+	}
 	st, err := sqlite.Open(cfg.Data, sqlite.Options{Logger: logger})
 	if err != nil {
 		return err

@@ -24,6 +24,11 @@ type Config struct {
 	Hostname string `toml:"hostname"`
 	// Data is the data directory: the database and the message blobs.
 	Data string `toml:"data"`
+	// MemoryLimitMB is a soft limit on the Go runtime's memory in MiB
+	// (runtime/debug.SetMemoryLimit): above it the garbage collector runs
+	// more often instead of letting the heap grow. 0 leaves the runtime's
+	// default (no limit, or the GOMEMLIMIT environment variable).
+	MemoryLimitMB int `toml:"memory_limit_mb"`
 
 	Listen     Listen     `toml:"listen"`
 	TLS        TLS        `toml:"tls"`
@@ -344,6 +349,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: hostname is empty")
 	case c.Data == "":
 		return fmt.Errorf("config: data is empty")
+	case c.MemoryLimitMB < 0:
+		return fmt.Errorf("config: memory_limit_mb must not be negative")
 	case c.SMTP.MaxMessageSize <= 0:
 		return fmt.Errorf("config: smtp.max_message_size must be positive")
 	case c.SMTP.MaxRecipients <= 0:

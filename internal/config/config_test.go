@@ -71,3 +71,13 @@ func TestExampleRoundTrips(t *testing.T) {
 		t.Errorf("example does not reproduce the defaults:\n%+v\n%+v", cfg, Default())
 	}
 }
+
+func TestMemoryLimit(t *testing.T) {
+	cfg, err := Load(write(t, "memory_limit_mb = 48\n"))
+	if err != nil || cfg.MemoryLimitMB != 48 {
+		t.Fatalf("memory_limit_mb = 48: %d, %v", cfg.MemoryLimitMB, err)
+	}
+	if _, err := Load(write(t, "memory_limit_mb = -1\n")); err == nil {
+		t.Fatal("a negative memory limit was accepted")
+	}
+}
