@@ -17,6 +17,7 @@ type fetchPlan struct {
 	parsed  bool // MIME structure or envelope
 	blob    bool // message bytes
 	setSeen bool // a non-PEEK body fetch (RFC 9051 §6.4.5)
+	size    bool // RFC822.SIZE
 	path    fetchPath
 	// changedSince, when set, limits the answer to messages with a
 	// greater MODSEQ (RFC 7162 §3.1.4).
@@ -33,6 +34,8 @@ func planFetch(atts []imapwire.FetchAtt, uid bool, mods imapwire.FetchModifiers)
 			hasUID = true
 		case "MODSEQ":
 			hasModSeq = true
+		case "RFC822.SIZE":
+			p.size = true
 		case "ENVELOPE", "BODY", "BODYSTRUCTURE":
 			p.parsed = true
 		case "RFC822", "RFC822.TEXT":

@@ -23,6 +23,15 @@ type headerFetcher interface {
 	FetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, headers [][]byte, err error)
 }
 
+// bufferedFetcher is implemented by stores whose envelope and header
+// reads can put their bytes into reused buffers, given back with release
+// once the chunk is sent (store/sqlite does).
+type bufferedFetcher interface {
+	FetchEnvelopesBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, release func(), err error)
+	// FetchHeadersBuffered leaves the sizes zero without withSize.
+	FetchHeadersBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet, withSize bool) (metas []store.MessageMeta, headers [][]byte, release func(), err error)
+}
+
 // fetchPath is how one FETCH gets its data from the store.
 type fetchPath int
 
@@ -69,36 +78,54 @@ func choosePath(atts []imapwire.FetchAtt) fetchPath {
 }
 
 // fetchMetas returns the metadata of the messages in uids and, on the
-// header path, their headers (nil otherwise).
-func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan) ([]store.MessageMeta, [][]byte, error) {
+// header path, their headers (nil otherwise). release (never nil) gives
+// the store's buffers back once the chunk is sent.
+func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan) (metas []store.MessageMeta, headers [][]byte, release func(), err error) {
+	release = func() {}
+	bf, buffered := s.srv.st.(bufferedFetcher)
 	switch plan.path {
 	case pathEnvelope:
+		if buffered {
+			metas, release, err := bf.FetchEnvelopesBuffered(s.ctx, mailboxID, uids)
+			return metas, nil, release, err
+		}
 		if f, ok := s.srv.st.(envelopeFetcher); ok {
 			metas, err := f.FetchEnvelopes(s.ctx, mailboxID, uids)
-			return metas, nil, err
+			return metas, nil, release, err
 		}
 	case pathHeader:
-		if f, ok := s.srv.st.(headerFetcher); ok {
-			metas, headers, err := f.FetchHeaders(s.ctx, mailboxID, uids)
-			if err != nil {
-				return nil, nil, err
+		switch {
+		case buffered:
+			metas, headers, release, err = bf.FetchHeadersBuffered(s.ctx, mailboxID, uids, plan.size)
+		default:
+			f, ok := s.srv.st.(headerFetcher)
+			if !ok {
+				break
 			}
-			// The header is all of raw that this FETCH sees: describe
-			// it as the top-level part's header (one allocation per
-			// chunk for all of them).
-			parsed := make([]message.Parsed, len(metas))
-			parts := make([]message.Part, len(metas))
-			for i := range metas {
-				n := int64(len(headers[i]))
-				parts[i] = message.Part{BodyStart: n, End: n}
-				parsed[i].Body = &parts[i]
-				metas[i].Parsed = &parsed[i]
-			}
-			return metas, headers, nil
+			metas, headers, err = f.FetchHeaders(s.ctx, mailboxID, uids)
 		}
+		if err != nil {
+			release()
+			return nil, nil, func() {}, err
+		}
+		if headers == nil {
+			break // no fast path
+		}
+		// The header is all of raw that this FETCH sees: describe it as
+		// the top-level part's header (one allocation per chunk for all
+		// of them).
+		parsed := make([]message.Parsed, len(metas))
+		parts := make([]message.Part, len(metas))
+		for i := range metas {
+			n := int64(len(headers[i]))
+			parts[i] = message.Part{BodyStart: n, End: n}
+			parsed[i].Body = &parts[i]
+			metas[i].Parsed = &parsed[i]
+		}
+		return metas, headers, release, nil
 	}
-	metas, err := s.srv.st.Fetch(s.ctx, mailboxID, uids, store.FetchOptions{Parsed: plan.parsed})
-	return metas, nil, err
+	metas, err = s.srv.st.Fetch(s.ctx, mailboxID, uids, store.FetchOptions{Parsed: plan.parsed})
+	return metas, nil, release, err
 }
 
 // appendEnvelope appends an ENVELOPE (RFC 9051 §7.5.2) as writeEnvelope

@@ -21,6 +21,7 @@ const fetchFirstChunk = 64
 type chunkData struct {
 	metas   []store.MessageMeta
 	headers [][]byte
+	release func() // gives the store's buffers back; never nil
 	err     error
 }
 
@@ -41,14 +42,14 @@ func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
 			if r := recover(); r != nil {
 				s.log.Error("imap fetch panic", "panic", r, "stack", string(debug.Stack()))
 				metrics.InternalErrors.With(metrics.ProtoIMAP).Inc()
-				cd = chunkData{err: fmt.Errorf("fetch from mailbox %d: internal error", mailboxID)}
+				cd = chunkData{release: func() {}, err: fmt.Errorf("fetch from mailbox %d: internal error", mailboxID)}
 			}
 		}()
-		metas, headers, err := s.fetchMetas(mailboxID, v.uidSet(chunk), plan)
+		metas, headers, release, err := s.fetchMetas(mailboxID, v.uidSet(chunk), plan)
 		if err != nil {
 			err = fmt.Errorf("fetch from mailbox %d: %w", mailboxID, err)
 		}
-		return chunkData{metas, headers, err}
+		return chunkData{metas, headers, release, err}
 	}
 	var chunks [][]int
 	for start, n := 0, fetchFirstChunk; start < len(idx); start, n = start+n, fetchChunk {
@@ -74,7 +75,7 @@ func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
 	}
 	drain := func(from int) {
 		for i := from; i < started; i++ {
-			<-pending[i] // let outstanding reads end before the session moves on
+			(<-pending[i]).release() // let outstanding reads end before the session moves on
 		}
 	}
 	for i, chunk := range chunks {
@@ -84,6 +85,9 @@ func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
 		if err == nil {
 			err = s.fetchChunk(chunk, plan, cur.metas, cur.headers)
 		}
+		// The responses are in the output buffer or sent: nothing refers
+		// to the store's buffers any more.
+		cur.release()
 		if err == nil {
 			err = s.flush()
 		}

@@ -42,28 +42,54 @@ type fetchSink struct {
 	data      [][]byte // data[i] of metas[i]: envelope or header; nil when NULL
 	noFetch   []int    // indexes of metas whose blob has no blob_fetch row
 	arena     []byte   // current block; earlier blocks are referenced by data
-	err       error
+	pooled    bool     // arena blocks come from arenaPool (released by the caller)
+	blocks    []*[]byte
 }
 
 // arenaBlock is the size of an arena block: below the 32 KB from which Go
 // allocates a block as a large object (zeroed pages of its own, often
 // faulted in again after the scavenger returned them), 40 envelopes or 10
-// headers of a mailing list.
-const arenaBlock = 16 << 10
+// headers of a mailing list. Pooled blocks are larger: they are allocated
+// once.
+const (
+	arenaBlock  = 16 << 10
+	pooledBlock = 256 << 10
+)
+
+// arenaPool holds the arena blocks of the buffered fetches
+// (FetchEnvelopesBuffered, FetchHeadersBuffered) between chunks.
+var arenaPool = sync.Pool{New: func() any { b := make([]byte, 0, pooledBlock); return &b }}
 
 // keep copies b into the arena and returns the copy. Bytes once returned
-// are never written again: a full block is left to its slices and a new
-// one started, so the copies can back strings (unsafe.String).
+// are never written again (until the blocks are released to the pool): a
+// full block is left to its slices and a new one started, so the copies
+// can back strings (unsafe.String).
 func (k *fetchSink) keep(b []byte) []byte {
 	if len(b) == 0 {
 		return []byte{}
 	}
 	if cap(k.arena)-len(k.arena) < len(b) {
-		k.arena = make([]byte, 0, max(arenaBlock, len(b)))
+		switch {
+		case k.pooled && len(b) <= pooledBlock:
+			p := arenaPool.Get().(*[]byte)
+			k.blocks = append(k.blocks, p)
+			k.arena = (*p)[:0]
+		default:
+			k.arena = make([]byte, 0, max(arenaBlock, len(b)))
+		}
 	}
 	n := len(k.arena)
 	k.arena = append(k.arena, b...)
 	return k.arena[n:len(k.arena):len(k.arena)]
+}
+
+// release returns the pooled arena blocks; nothing may use the bytes
+// kept in them afterwards.
+func (k *fetchSink) release() {
+	for _, p := range k.blocks {
+		arenaPool.Put(p)
+	}
+	k.blocks, k.arena = nil, nil
 }
 
 // fetchSinks holds the sinks of the queries running now, by the slot
@@ -184,6 +210,10 @@ const (
 	fetchRowsHeader = "SELECT pimail_fetch_rows(?, mail.uid, mail.modseq, mail.flags, mail.keywords, mail.internal_date, mail.blob_id, f.size, h.header)" +
 		" FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id LEFT JOIN blob_headers h ON h.blob_id = mail.blob_id" +
 		" WHERE mail.mailbox_id = ? AND %s"
+	// Without the size (and the blob_fetch lookup per row), for a FETCH
+	// that does not ask for RFC822.SIZE.
+	fetchRowsHeaderNoSize = "SELECT pimail_fetch_rows(?, mail.uid, mail.modseq, mail.flags, mail.keywords, mail.internal_date, mail.blob_id, 0, h.header)" +
+		" FROM mail LEFT JOIN blob_headers h ON h.blob_id = mail.blob_id WHERE mail.mailbox_id = ? AND %s"
 )
 
 // fetchRows runs one FETCH chunk query (what: liteEnvelope or
@@ -191,18 +221,22 @@ const (
 // envelope or header. It runs a single statement, outside any explicit
 // transaction (SQLite reads one snapshot for it), so it never holds a
 // pooled connection while waiting for another one.
-func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSet, what int) (*fetchSink, error) {
+func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSet, what int, pooled bool) (*fetchSink, error) {
 	k := &fetchSink{
 		mailboxID: mailboxID,
 		uids:      uids,
 		metas:     make([]store.MessageMeta, 0, fetchLiteCap),
 		data:      make([][]byte, 0, fetchLiteCap),
+		pooled:    pooled,
 	}
 	id := takeSlot(k)
 	defer fetchSinks[id].Store(nil)
 	q := fetchRowsEnvelope
-	if what == liteHeader {
+	switch what {
+	case liteHeader:
 		q = fetchRowsHeader
+	case liteHeaderNoSize:
+		q = fetchRowsHeaderNoSize
 	}
 	var row *sql.Row
 	if lo, hi, ok := oneRange(uids); ok {
@@ -219,6 +253,7 @@ func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSe
 	}
 	var n int64
 	if err := row.Scan(&n); err != nil {
+		k.release()
 		return nil, err
 	}
 	if len(k.metas) == 0 {
@@ -226,9 +261,11 @@ func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSe
 		var one int
 		err := s.rdb.QueryRowContext(ctx, "SELECT 1 FROM mailboxes WHERE id = ?", mailboxID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
+			k.release()
 			return nil, fmt.Errorf("mailbox %d: %w", mailboxID, store.ErrNotFound)
 		}
 		if err != nil {
+			k.release()
 			return nil, fmt.Errorf("mailbox %d: %w", mailboxID, err)
 		}
 	}

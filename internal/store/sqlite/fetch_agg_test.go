@@ -68,6 +68,34 @@ func TestFetchRowsSets(t *testing.T) {
 		if len(envs) != len(want) || len(metas) != len(want) || len(headers) != len(want) {
 			t.Fatalf("set %v: %d envelopes, %d headers, want %d", set, len(envs), len(metas), len(want))
 		}
+		// The buffered variants answer the same (without the sizes when
+		// not asked for), until released.
+		benvs, release, err := s.FetchEnvelopesBuffered(ctx, mb, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(benvs, envs) {
+			t.Errorf("set %v: buffered envelopes differ", set)
+		}
+		release()
+		for _, withSize := range []bool{true, false} {
+			bmetas, bheaders, release, err := s.FetchHeadersBuffered(ctx, mb, set, withSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range bmetas {
+				if !withSize {
+					if bmetas[i].Size != 0 {
+						t.Errorf("set %v: size %d without withSize", set, bmetas[i].Size)
+					}
+					bmetas[i].Size = metas[i].Size
+				}
+			}
+			if !reflect.DeepEqual(bmetas, metas) || !reflect.DeepEqual(bheaders, headers) {
+				t.Errorf("set %v withSize %v: buffered headers differ", set, withSize)
+			}
+			release()
+		}
 		for i, w := range want {
 			for _, got := range []store.MessageMeta{envs[i], metas[i]} {
 				if got.UID != w.UID || got.ModSeq != w.ModSeq || got.Flags != w.Flags || got.Size != w.Size ||

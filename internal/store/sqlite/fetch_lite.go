@@ -24,14 +24,31 @@ import (
 // §7.5.2): Parsed.Body is nil and the decoded search fields are empty.
 // The strings of the envelopes share a few large allocations.
 func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error) {
-	k, err := s.fetchRows(ctx, mailboxID, uids, liteEnvelope)
+	metas, _, err := s.fetchEnvelopes(ctx, mailboxID, uids, false)
+	return metas, err
+}
+
+// FetchEnvelopesBuffered is FetchEnvelopes whose strings live in buffers
+// that the caller gives back with release once it is done with the
+// envelopes (a FETCH, after formatting a chunk): nothing may use them
+// afterwards. release is never nil.
+func (s *Store) FetchEnvelopesBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, release func(), err error) {
+	return s.fetchEnvelopes(ctx, mailboxID, uids, true)
+}
+
+func noRelease() {}
+
+func (s *Store) fetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet, pooled bool) ([]store.MessageMeta, func(), error) {
+	k, err := s.fetchRows(ctx, mailboxID, uids, liteEnvelope, pooled)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store: fetch envelopes: %w", err)
+		return nil, noRelease, fmt.Errorf("sqlite store: fetch envelopes: %w", err)
 	}
 	if len(k.noFetch) > 0 {
 		// Blobs without a blob_fetch row (none are expected: every
 		// write path adds one): the whole chunk the old way.
-		return s.fetchEnvelopesTx(ctx, mailboxID, uids)
+		k.release()
+		metas, err := s.fetchEnvelopesTx(ctx, mailboxID, uids)
+		return metas, noRelease, err
 	}
 	metas := k.metas
 	// Parsed values live in one slice: one allocation per chunk.
@@ -40,12 +57,16 @@ func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 	for i := range metas {
 		e, err := decodeEnvelopeShared(k.data[i], &addrs)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite store: fetch envelopes: envelope of blob %d: %w", metas[i].BlobID, err)
+			k.release()
+			return nil, noRelease, fmt.Errorf("sqlite store: fetch envelopes: envelope of blob %d: %w", metas[i].BlobID, err)
 		}
 		parsed[i].Envelope = e
 		metas[i].Parsed = &parsed[i]
 	}
-	return metas, nil
+	if !pooled {
+		return metas, noRelease, nil
+	}
+	return metas, k.release, nil
 }
 
 // fetchEnvelopesTx is FetchEnvelopes for chunks with a blob that has no
@@ -110,21 +131,42 @@ func (s *Store) fetchEnvelopesTx(ctx context.Context, mailboxID int64, uids stor
 // headers[i] belongs to metas[i]; the headers share a few large buffers,
 // which the caller must not change.
 func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, headers [][]byte, err error) {
-	k, err := s.fetchRows(ctx, mailboxID, uids, liteHeader)
+	metas, headers, _, err = s.fetchHeaders(ctx, mailboxID, uids, true, false)
+	return metas, headers, err
+}
+
+// FetchHeadersBuffered is FetchHeaders whose headers live in buffers that
+// the caller gives back with release once it has sent them: nothing may
+// use them afterwards. Without withSize, the sizes (MessageMeta.Size) are
+// left zero, which spares a lookup per message. release is never nil.
+func (s *Store) FetchHeadersBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet, withSize bool) (metas []store.MessageMeta, headers [][]byte, release func(), err error) {
+	return s.fetchHeaders(ctx, mailboxID, uids, withSize, true)
+}
+
+func (s *Store) fetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet, withSize, pooled bool) ([]store.MessageMeta, [][]byte, func(), error) {
+	what := liteHeader
+	if !withSize {
+		what = liteHeaderNoSize
+	}
+	k, err := s.fetchRows(ctx, mailboxID, uids, what, pooled)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqlite store: fetch headers: %w", err)
+		return nil, nil, noRelease, fmt.Errorf("sqlite store: fetch headers: %w", err)
 	}
-	if len(k.noFetch) > 0 {
-		return s.fetchHeadersTx(ctx, mailboxID, uids)
-	}
+	slow := len(k.noFetch) > 0
 	for _, h := range k.data {
-		if h == nil {
-			// A header not in blob_headers yet: the whole chunk the
-			// old way, which reads it from the file and stores it.
-			return s.fetchHeadersTx(ctx, mailboxID, uids)
-		}
+		// A header not in blob_headers yet: the whole chunk the old
+		// way, which reads it from the file and stores it.
+		slow = slow || h == nil
 	}
-	return k.metas, k.data, nil
+	if slow {
+		k.release()
+		metas, headers, err := s.fetchHeadersTx(ctx, mailboxID, uids)
+		return metas, headers, noRelease, err
+	}
+	if !pooled {
+		return k.metas, k.data, noRelease, nil
+	}
+	return k.metas, k.data, k.release, nil
 }
 
 // fetchHeadersTx is FetchHeaders for chunks with a message whose header
@@ -209,7 +251,7 @@ func (s *Store) fetchHeadersTx(ctx context.Context, mailboxID int64, uids store.
 			n = metas[i].Size // no stored structure: cut the header out below
 		}
 		dst := make([]byte, min(n, metas[i].Size))
-		got, err := s.readBlobPrefix(ctx, metas[i].BlobID, shas[i], dst)
+		got, err := readPrefix(s.blobPath(shas[i]), dst)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlite store: header of blob %d: %w", metas[i].BlobID, err)
 		}
@@ -260,8 +302,9 @@ const fetchLiteCap = 256
 
 // What fetchLite reads beside the metadata.
 const (
-	liteEnvelope = iota // blob_fetch.envelope
-	liteHeader          // blob_headers.header
+	liteEnvelope     = iota // blob_fetch.envelope
+	liteHeader              // blob_headers.header
+	liteHeaderNoSize        // blob_headers.header, without blob_fetch.size (fetchRows only)
 )
 
 // fetchLite returns the metadata (without Parsed) of the mailbox's
