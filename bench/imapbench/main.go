@@ -87,8 +87,9 @@ func main() {
 }
 
 // reportSizes prints the size of pimail's full-text index beside the
-// size of the message files.
-func reportSizes(dir string) {
+// size of the mail loaded (mailBytes: messages up to 128 KiB are kept in
+// pimail.db, not in files, so the files are no measure of it).
+func reportSizes(dir string, mailBytes int64) {
 	size := func(paths ...string) int64 {
 		var n int64
 		for _, p := range paths {
@@ -104,8 +105,8 @@ func reportSizes(dir string) {
 	idx := size(filepath.Join(dir, "index.db"), filepath.Join(dir, "index.db-wal"))
 	blobs := size(filepath.Join(dir, "blobs"))
 	db := size(filepath.Join(dir, "pimail.db"), filepath.Join(dir, "pimail.db-wal"))
-	fmt.Printf("\npimail data: message files %.1f MB, pimail.db %.1f MB, index.db %.1f MB (%.0f %% of the message files)\n",
-		mb(blobs), mb(db), mb(idx), 100*float64(idx)/float64(max(blobs, 1)))
+	fmt.Printf("\npimail data: mail loaded %.1f MB; message files %.1f MB, pimail.db %.1f MB (with its WAL), index.db %.1f MB (%.0f %% of the mail)\n",
+		mb(mailBytes), mb(blobs), mb(db), mb(idx), 100*float64(idx)/float64(max(mailBytes, 1)))
 }
 
 func median(ds []time.Duration) time.Duration {

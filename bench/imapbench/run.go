@@ -94,6 +94,9 @@ func run(o options, msgs [][]byte) error {
 	for i := range queries {
 		expNames = slices.Insert(expNames, i, queries[i].name)
 	}
+	if o.dataDir != "" { // before the batched load adds (and deletes) a mailbox
+		reportSizes(o.dataDir, totalSize(msgs))
+	}
 	// The batched load last: nothing measured comes after it.
 	multiRates := make([]float64, len(targets))
 	if o.multiAppend > 0 {
@@ -107,9 +110,6 @@ func run(o options, msgs [][]byte) error {
 	}
 	printTable(targets, expNames, append(results, expRes...))
 	printLoadTable(targets, o.multiAppend, multiRates)
-	if o.dataDir != "" {
-		reportSizes(o.dataDir)
-	}
 	return nil
 }
 

@@ -74,10 +74,12 @@
 // request that fails is rolled back to its savepoint without affecting the
 // others. SQLITE_BUSY (another process, such as the admin CLI, holding the
 // write lock) is retried with back-off for up to Options.BusyTimeout.
-// The write connection never checkpoints (wal_autocheckpoint=0), so that no
-// request pays for copying the WAL into the database file: a checkpointer
-// goroutine runs PASSIVE checkpoints on a connection of its own once the
-// writer has been quiet for 500 ms, or 5 s into a stream of writes.
+// Requests do not pay for copying the WAL into the database file: a
+// checkpointer goroutine runs PASSIVE checkpoints on a connection of its own
+// once the writer has been quiet for 500 ms, or 5 s into a stream of
+// writes; the write connection checkpoints by itself only when the WAL
+// reaches 4000 pages (a stream of writes that never lets the WAL start
+// over).
 //
 // A message up to Options.InlineMax goes into blob_data in the same
 // transaction as its rows, so the batch's one WAL fsync makes it durable.

@@ -763,17 +763,17 @@ func TestRelaxedRecoveryAfterPowerFailure(t *testing.T) {
 	}
 }
 
-// TestCheckpointOffTheCommitPath: commits never checkpoint (the write
-// connection has wal_autocheckpoint=0); the checkpointer does, once the
-// writer is quiet.
+// TestCheckpointOffTheCommitPath: commits checkpoint only as a backstop
+// (wal_autocheckpoint=walBackstop rather than 1000); the checkpointer does,
+// once the writer is quiet.
 func TestCheckpointOffTheCommitPath(t *testing.T) {
 	q := checkpointQuiet
 	checkpointQuiet = 10 * time.Millisecond
 	t.Cleanup(func() { checkpointQuiet = q })
 	s := openTest(t)
 	var ac int
-	if err := s.wdb.QueryRow("PRAGMA wal_autocheckpoint").Scan(&ac); err != nil || ac != 0 {
-		t.Fatalf("write connection wal_autocheckpoint = %d, %v; want 0", ac, err)
+	if err := s.wdb.QueryRow("PRAGMA wal_autocheckpoint").Scan(&ac); err != nil || ac != walBackstop {
+		t.Fatalf("write connection wal_autocheckpoint = %d, %v; want %d", ac, err, walBackstop)
 	}
 	ctx := context.Background()
 	a := mustAccount(t, s, "u@example.org")

@@ -197,8 +197,9 @@ func (s *Store) dsn(readOnly bool) string {
 	if readOnly {
 		p += "&_pragma=query_only(1)"
 	} else {
-		// The checkpointer checkpoints, not the commits (writer.go).
-		p += "&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
+		// The checkpointer checkpoints; commits only as a backstop
+		// (walBackstop, writer.go).
+		p += fmt.Sprintf("&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walBackstop)
 	}
 	return p
 }

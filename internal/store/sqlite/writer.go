@@ -616,17 +616,24 @@ func (s *Store) recoverRelaxed() error {
 // 2 FULL) of every batch transaction just before it commits.
 var testHookCommit func(synchronous int)
 
-// Checkpoints. The write connection does not checkpoint by itself
-// (wal_autocheckpoint=0, see dsn): SQLite's automatic checkpoint runs
-// inside the commit that crosses 1000 WAL pages, so that one request in a
-// few pays for copying every page to the database file and two fsyncs
-// (10–20 ms here, more than an expunge or a delivery costs). The
-// checkpointer goroutine does it instead, on a connection of its own, as a
-// PASSIVE checkpoint that never blocks the writer or the readers: after the
-// writer has been idle for checkpointQuiet, or at the latest checkpointMax
-// after a commit while writes go on. The WAL is synced before it is copied
-// (synchronous=FULL on that connection), so relaxed commits only become
-// more durable by it.
+// Checkpoints. SQLite's automatic checkpoint runs inside the commit that
+// finds 1000 pages in the WAL, so that one request in a few pays for
+// copying every page to the database file and two fsyncs (10-20 ms here,
+// more than an expunge or a delivery costs). The checkpointer goroutine
+// does it instead, on a connection of its own, as a PASSIVE checkpoint that
+// never blocks the writer or the readers: after the writer has been idle
+// for checkpointQuiet, or at the latest checkpointMax after a commit while
+// writes go on. The WAL is synced before it is copied (synchronous=FULL on
+// that connection), so relaxed commits only become more durable by it.
+//
+// A checkpoint that runs beside the writer rarely finds nothing new in the
+// WAL, and SQLite starts the WAL file over only after a complete one: under
+// a stream of writes (a bulk APPEND) the WAL would grow without end. So the
+// write connection still checkpoints by itself, at walBackstop pages: that
+// checkpoint copies only what the checkpointer has not, and the next write
+// starts the WAL over.
+const walBackstop = 4000 // pages: 16 MB at the default page size
+
 var (
 	checkpointQuiet = 500 * time.Millisecond
 	checkpointMax   = 5 * time.Second
