@@ -30,7 +30,9 @@ func clip(s string, n int) string {
 }
 
 // LogDelivery appends entries in one write request, so that it shares the
-// writer's group commit with concurrent deliveries.
+// writer's group commit with concurrent deliveries. It is of the relaxed
+// class (writer.go): a power failure can take back the last second of log
+// rows, never a message.
 func (s *Store) LogDelivery(ctx context.Context, entries []store.DeliveryLogEntry) error {
 	for len(entries) > 0 {
 		n := min(len(entries), maxLogBatch)
@@ -44,7 +46,7 @@ func (s *Store) LogDelivery(ctx context.Context, entries []store.DeliveryLogEntr
 
 func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) error {
 	now := time.Now()
-	err := s.write(ctx, func(w *wtx) error {
+	err := s.writeRelaxed(ctx, func(w *wtx) error {
 		for _, e := range entries {
 			t := e.Time
 			if t.IsZero() {
