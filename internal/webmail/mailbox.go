@@ -57,7 +57,8 @@ func specialOrder(f folder) int {
 	return len(store.DefaultMailboxes)
 }
 
-// folders lists the account's mailboxes with their counters.
+// folders lists the account's mailboxes with their counters. The slice is
+// shared with the cache and with other requests: read it, never change it.
 func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error) {
 	boxes, err := s.st.Mailboxes(ctx, accountID)
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error)
 	c, ok := s.folderCache.m[accountID]
 	s.folderCache.mu.Unlock()
 	if ok && c.key == string(key) {
-		return slices.Clone(c.folders), nil // the key holds every mailbox's HIGHESTMODSEQ
+		return c.folders, nil // the key holds every mailbox's HIGHESTMODSEQ; callers only read it
 	}
 	state := make(map[int64]store.Mailbox, len(boxes))
 	for _, b := range boxes {
@@ -112,7 +113,7 @@ func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error)
 	if len(s.folderCache.m) > 10000 {
 		clear(s.folderCache.m)
 	}
-	s.folderCache.m[accountID] = folderEntry{key: string(key), folders: slices.Clone(out)}
+	s.folderCache.m[accountID] = folderEntry{key: string(key), folders: out}
 	s.folderCache.mu.Unlock()
 	return out, nil
 }
