@@ -13,8 +13,9 @@ import (
 
 // AppendBatch stores several messages into one mailbox in one write request
 // (IMAP MULTIAPPEND, RFC 3502 §6.3.11: all or none). It is the delivery
-// path of Append for many messages: the files are written (and fsynced)
-// first, then one request inserts every blob and mail row, so the whole
+// path of Append for many messages (prepareBlob, writeBlob and ensureBlob
+// of a delivery): the files, if any, are written (and fsynced) first, then
+// one request inserts every blob and mail row, so the whole
 // batch costs one commit and one WAL fsync; any error rolls all of it back
 // (the request's savepoint), leaving at most files without rows, which the
 // collector removes as after a crash. UIDs are consecutive, in the order of
@@ -54,20 +55,37 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 		}
 		err = s.write(ctx, func(w *wtx) error {
 			out = make([]store.Delivered, 0, len(nbs))
+			// As copyMail does: the mailbox looked up once, the UIDs
+			// taken together, one MODSEQ for the command's messages
+			// (RFC 7162 §3.1 lets one command's changes share it).
+			mb, err := mailboxByID(w, mailboxID)
+			if err != nil {
+				return err
+			}
+			first, err := takeUIDs(w, mb.ID, len(nbs))
+			if err != nil {
+				return err
+			}
+			ms, err := nextModSeq(w, mb.ID)
+			if err != nil {
+				return err
+			}
 			for i, nb := range nbs {
 				blobID, err := s.ensureBlob(w, nb)
 				if err != nil {
 					return err
 				}
-				d, err := insertMessage(w, targets[i], blobID, idates[i])
-				if err != nil {
-					return err
+				t, uid := targets[i], first+uint32(i)
+				if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+					mb.ID, uid, ms, t.flags, joinKeywords(t.keywords), idates[i], blobID); err != nil {
+					return fmt.Errorf("insert message: %w", err)
 				}
 				if _, err := w.exec("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", blobID); err != nil {
 					return fmt.Errorf("count blob references: %w", err)
 				}
-				out = append(out, d)
+				out = append(out, store.Delivered{AccountID: mb.AccountID, MailboxID: mb.ID, UIDValidity: mb.UIDValidity, UID: uid})
 			}
+			w.publish(mb.AccountID, mb.ID)
 			return nil
 		})
 		if errors.Is(err, errBlobMissing) && attempt < maxBlobRetries {
