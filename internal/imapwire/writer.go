@@ -96,30 +96,33 @@ var quoteClass = func() (t [256]uint8) {
 // needsLiteral reports whether s cannot be a quoted string: CR, LF, NUL,
 // or, without UTF8, 8-bit bytes; quotes and backslashes are sent as
 // literals too, and very long strings, so that no client has to unescape.
-// Eight bytes are tested at a time; the byte-class table ends the string.
 func (w *Writer) needsLiteral(s string) bool {
 	if len(s) > 1024 {
 		return true
 	}
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	hasByte := func(x uint64, c byte) uint64 { // nonzero iff a byte of x is c
-		v := x ^ (ones * uint64(c))
-		return (v - ones) &^ v & highs
-	}
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if x&highs != 0 && !w.UTF8 ||
-			hasByte(x, 0)|hasByte(x, '\r')|hasByte(x, '\n')|hasByte(x, '"')|hasByte(x, '\\') != 0 {
-			return true
+	// Most strings are plain: one load and test per byte until the
+	// first byte that is not.
+	for i := 0; i < len(s); i++ {
+		if quoteClass[s[i]] != qPlain {
+			return w.literalFrom(s[i:])
 		}
 	}
-	var seen uint8
-	for ; i < len(s); i++ {
-		seen |= 1 << quoteClass[s[i]]
+	return false
+}
+
+// literalFrom is needsLiteral from the first byte that is not plain on.
+func (w *Writer) literalFrom(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch quoteClass[s[i]] {
+		case qLiteral:
+			return true
+		case q8bit:
+			if !w.UTF8 {
+				return true
+			}
+		}
 	}
-	return seen&(1<<qLiteral) != 0 || seen&(1<<q8bit) != 0 && !w.UTF8
+	return false
 }
 
 // String writes s as a quoted string or, when its content needs it, as a
