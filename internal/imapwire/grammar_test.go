@@ -3,6 +3,7 @@ package imapwire
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,11 +173,13 @@ func TestDateTime(t *testing.T) {
 	}
 }
 
-// AppendString and AppendNString write what String and NString do.
+// AppendString writes a string that reads back as s: quoted (with
+// quoted-specials escaped) unless it needs a literal, as NString for "".
 func TestWriterAppendStrings(t *testing.T) {
 	for _, utf8 := range []bool{false, true} {
-		strs := []string{"", "plain", "with \"quote\"", "back\\slash", "über", "cr\rlf\n", "nul\x00", strings.Repeat("x", 1025), strings.Repeat("y", 1024)}
-		// Every special byte at every offset of the 8-byte words and the tail.
+		strs := []string{"", "plain", "with \"quote\"", "back\\slash", "\"", "\\", "über", "cr\rlf\n", "nul\x00",
+			strings.Repeat("x", 1025), strings.Repeat("y", 1024), strings.Repeat("\"", 1024)}
+		// Every special byte at every offset of a string.
 		for _, c := range []byte{0, '\r', '\n', '"', '\\', 0x80, 0xff, 0x7f, 0x01, '!', '#', '[', ']'} {
 			for at := range 19 {
 				b := []byte(strings.Repeat("abcdefgh", 3)[:19])
@@ -184,27 +187,33 @@ func TestWriterAppendStrings(t *testing.T) {
 				strs = append(strs, string(b))
 			}
 		}
+		w := NewWriter(bufio.NewWriter(io.Discard))
+		w.UTF8 = utf8
 		for _, s := range strs {
-			var buf bytes.Buffer
-			bw := bufio.NewWriter(&buf)
-			w := NewWriter(bw)
-			w.UTF8 = utf8
-			w.String(s).SP().NString(s)
-			if err := w.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			b := w.AppendString([]byte(nil), s)
-			b = append(b, ' ')
-			b = w.AppendNString(b, s)
-			if string(b) != buf.String() {
-				t.Errorf("utf8 %v: Append %q, want %q", utf8, b, buf.String())
-			}
-			literal := len(s) > 1024 || strings.ContainsAny(s, "\r\n\x00\"\\")
+			literal := len(s) > 1024 || strings.ContainsAny(s, "\r\n\x00")
 			for i := 0; i < len(s); i++ {
 				literal = literal || s[i] >= 0x80 && !utf8
 			}
-			if got := w.needsLiteral(s); got != literal {
-				t.Errorf("utf8 %v: needsLiteral(%q) = %v, want %v", utf8, s, got, literal)
+			out := w.AppendString([]byte("a X "), s)
+			r, _ := newTestReader(string(out)+"\r\n", Limits{})
+			cmd, err := r.ReadCommand()
+			if err != nil {
+				t.Fatalf("utf8 %v: %q: %v", utf8, out, err)
+			}
+			a := cmd.Args[0]
+			switch {
+			case literal && (a.Kind != KindLiteral || string(a.Lit) != s):
+				t.Errorf("utf8 %v: %q read as %+v, want the literal %q", utf8, out, a, s)
+			case !literal && (a.Kind != KindQuoted || a.Str != s):
+				t.Errorf("utf8 %v: %q read as %+v, want the quoted %q", utf8, out, a, s)
+			}
+			if got := string(w.AppendNString(nil, s)); s == "" && got != "NIL" || s != "" && got != string(out[4:]) {
+				t.Errorf("AppendNString(%q) = %q", s, got)
+			}
+			// String keeps its rule: quotes and backslashes as literals.
+			strLiteral := literal || strings.ContainsAny(s, "\"\\")
+			if got := w.needsLiteral(s); got != strLiteral {
+				t.Errorf("utf8 %v: needsLiteral(%q) = %v, want %v", utf8, s, got, strLiteral)
 			}
 		}
 	}
