@@ -59,6 +59,10 @@ func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
 	if !plan.setSeen {
 		ahead = fetchAhead
 	}
+	if len(chunks) > 1 {
+		// Write a long answer in large pieces.
+		defer s.w.Grow()()
+	}
 	pending := make([]chan chunkData, len(chunks))
 	started := 0
 	startReads := func(upto int) {

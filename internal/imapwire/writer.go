@@ -3,14 +3,16 @@ package imapwire
 import (
 	"bufio"
 	"slices"
+	"sync"
 	"strconv"
 )
 
 // Writer writes server responses (RFC 9051 §7). It remembers the first
 // write error; Flush returns it.
 type Writer struct {
-	bw  *bufio.Writer
-	err error
+	bw    *bufio.Writer
+	inner *bufio.Writer // while Grow is in effect: the writer bw writes to
+	err   error
 	// UTF8 allows 8-bit UTF-8 in quoted strings (IMAP4rev2, UTF8=ACCEPT:
 	// RFC 9051 §4.3, RFC 6855 §3). Otherwise 8-bit text is sent as a literal.
 	UTF8 bool
@@ -252,7 +254,39 @@ func (w *Writer) Flush() error {
 	if w.err == nil {
 		w.setErr(w.bw.Flush())
 	}
+	if w.err == nil && w.inner != nil {
+		w.setErr(w.inner.Flush())
+	}
 	return w.err
+}
+
+// bigBuffers are Grow's buffers, reused.
+var bigBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bigBuffer) }}
+
+// bigBuffer is the size of Grow's buffer: a long response (a FETCH of a
+// whole mailbox) then goes out in writes of this size, fewer system calls
+// than the connection's own buffer makes.
+const bigBuffer = 256 << 10
+
+// Grow puts a larger buffer in front of the output until the returned
+// function is called; Flush flushes both. The returned function writes
+// what the larger buffer holds on to the connection's buffer, without
+// flushing it.
+func (w *Writer) Grow() (restore func()) {
+	if w.inner != nil {
+		return func() {}
+	}
+	big := bigBuffers.Get().(*bufio.Writer)
+	big.Reset(w.bw)
+	w.inner, w.bw = w.bw, big
+	return func() {
+		if w.err == nil {
+			w.setErr(big.Flush())
+		}
+		w.bw, w.inner = w.inner, nil
+		big.Reset(nil)
+		bigBuffers.Put(big)
+	}
 }
 
 // Err returns the first write error.
