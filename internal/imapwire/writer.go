@@ -3,8 +3,8 @@ package imapwire
 import (
 	"bufio"
 	"slices"
-	"sync"
 	"strconv"
+	"sync"
 )
 
 // Writer writes server responses (RFC 9051 §7). It remembers the first
