@@ -251,7 +251,7 @@ func (s *Store) fetchHeadersTx(ctx context.Context, mailboxID int64, uids store.
 			n = metas[i].Size // no stored structure: cut the header out below
 		}
 		dst := make([]byte, min(n, metas[i].Size))
-		got, err := readPrefix(s.blobPath(shas[i]), dst)
+		got, err := s.readBlobPrefix(ctx, metas[i].BlobID, shas[i], dst)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sqlite store: header of blob %d: %w", metas[i].BlobID, err)
 		}
