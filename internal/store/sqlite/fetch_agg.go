@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	sqlite "modernc.org/sqlite"
 
@@ -242,9 +241,11 @@ func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSe
 	if lo, hi, ok := oneRange(uids); ok {
 		// The common shape (imapd asks in chunks of consecutive
 		// messages): one prepared statement.
-		st, err := s.fetchStmt(fmt.Sprintf(q, "mail.uid BETWEEN ? AND ?"))
+		// The store's statement cache (stmtcache.go): this goroutine
+		// holds no pooled connection here.
+		st, err := s.rstmts.get(s.ctx, s.rdb, fmt.Sprintf(q, "mail.uid BETWEEN ? AND ?"))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("prepare fetch query: %w", err)
 		}
 		row = st.QueryRowContext(ctx, id, mailboxID, lo, hi)
 	} else {
@@ -317,44 +318,4 @@ func oneRange(uids store.UIDSet) (lo, hi uint32, ok bool) {
 		return lo, hi, true
 	}
 	return 0, 0, false
-}
-
-// fetchStmts keeps the chunk queries of one store prepared: database/sql
-// prepares a statement again on each pooled connection the first time it
-// runs there, and then only binds and steps it.
-type fetchStmts struct {
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
-}
-
-// fetchStmtCache maps a store, weakly (a closed and dropped store is
-// collected), to its fetchStmts.
-var fetchStmtCache sync.Map // weak.Pointer[Store] → *fetchStmts
-
-// fetchStmt returns q prepared on the read pool. The caller holds no
-// connection of the pool (preparing may wait for one), and the statement
-// is prepared with the store's context, not a request's, so that one
-// cancelled request leaves no error behind.
-func (s *Store) fetchStmt(q string) (*sql.Stmt, error) {
-	key := weak.Make(s)
-	v, ok := fetchStmtCache.Load(key)
-	if !ok {
-		var loaded bool
-		v, loaded = fetchStmtCache.LoadOrStore(key, &fetchStmts{m: map[string]*sql.Stmt{}})
-		if !loaded {
-			runtime.AddCleanup(s, func(k weak.Pointer[Store]) { fetchStmtCache.Delete(k) }, key)
-		}
-	}
-	fs := v.(*fetchStmts)
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if st, ok := fs.m[q]; ok {
-		return st, nil
-	}
-	st, err := s.rdb.PrepareContext(s.ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("prepare fetch query: %w", err)
-	}
-	fs.m[q] = st
-	return st, nil
 }
