@@ -254,6 +254,11 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 			b = strconv.AppendUint(b, uint64(m.UID), 10)
 			uidSent = true
 			continue
+		case "FLAGS":
+			b = append(b, "FLAGS "...)
+			b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, len(v.recent) > 0 && v.recent[m.UID])
+			flagsSent = true
+			continue
 		case "INTERNALDATE":
 			b = append(b, "INTERNALDATE \""...)
 			b = imapwire.AppendDateTime(b, m.InternalDate)
@@ -287,10 +292,6 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 		}
 		w.Bytes(b)
 		switch a.Name {
-		case "FLAGS":
-			w.Raw("FLAGS ")
-			s.writeFlags(msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
-			flagsSent = true
 		case "BODY", "BODYSTRUCTURE":
 			w.Raw(a.Name).SP()
 			s.writeBodyStructure(rootPart(m, raw), a.Name == "BODYSTRUCTURE")
@@ -311,10 +312,8 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 	}
 	if seenNow && !flagsSent {
 		// RFC 9051 §6.4.5: the implicit \Seen change is reported.
-		w.Bytes(b)
-		w.Raw(" FLAGS ")
-		s.writeFlags(msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
-		b = w.AvailableBuffer()
+		b = append(b, " FLAGS "...)
+		b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
 	}
 	if seenNow && s.condstore {
 		// RFC 7162 §3.1: a flag change carries UID and MODSEQ.

@@ -185,3 +185,33 @@ func (s *session) appendAddresses(b []byte, list []message.Address) []byte {
 	}
 	return append(b, ')')
 }
+
+// appendFlags appends a flag list as writeFlags writes it (RFC 9051
+// §2.3.2; \Recent only for IMAP4rev1 sessions).
+func (s *session) appendFlags(b []byte, f msgFlags, recent bool) []byte {
+	b = append(b, '(')
+	n := len(b)
+	for _, sf := range systemFlags {
+		if f.flags&sf.bit != 0 {
+			if len(b) > n {
+				b = append(b, ' ')
+			}
+			b = append(b, sf.name...)
+		}
+	}
+	if recent && !s.rev2 {
+		if len(b) > n {
+			b = append(b, ' ')
+		}
+		b = append(b, `\Recent`...)
+	}
+	for _, k := range f.keywords {
+		if validKeyword(k) {
+			if len(b) > n {
+				b = append(b, ' ')
+			}
+			b = append(b, k...)
+		}
+	}
+	return append(b, ')')
+}

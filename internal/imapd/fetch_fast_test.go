@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -202,5 +203,29 @@ func TestFetchManyChunks(t *testing.T) {
 	}
 	if seen := r.cmd("g", `SEARCH UNSEEN`); !strings.HasPrefix(seen[0], "* SEARCH") || strings.TrimSpace(strings.TrimPrefix(seen[0], "* SEARCH")) != "" {
 		t.Errorf("messages left unseen after FETCH BODY[HEADER]: %.200q", seen[0])
+	}
+}
+
+// appendFlags writes what writeFlags writes.
+func TestAppendFlags(t *testing.T) {
+	for _, rev2 := range []bool{false, true} {
+		for _, recent := range []bool{false, true} {
+			for _, f := range []msgFlags{
+				{},
+				{flags: store.FlagSeen},
+				{flags: store.FlagSeen | store.FlagAnswered | store.FlagFlagged | store.FlagDeleted | store.FlagDraft},
+				{flags: store.FlagDraft, keywords: []string{"$Junk", "bad kw", "Work"}},
+				{keywords: []string{"x"}},
+			} {
+				var buf bytes.Buffer
+				bw := bufio.NewWriter(&buf)
+				s := &session{w: imapwire.NewWriter(bw), rev2: rev2}
+				s.writeFlags(f, recent)
+				bw.Flush()
+				if got := string(s.appendFlags([]byte("x"), f, recent)); got != "x"+buf.String() {
+					t.Errorf("rev2 %v recent %v %+v: %q, want %q", rev2, recent, f, got, "x"+buf.String())
+				}
+			}
+		}
 	}
 }
