@@ -151,3 +151,15 @@ func TestFetchRowsCancelled(t *testing.T) {
 		t.Fatalf("FetchEnvelopes after a cancelled one: %v, %v", envs, err)
 	}
 }
+
+// The read connections map the database file (readMmapPragma).
+func TestReadConnsMapped(t *testing.T) {
+	s := openTest(t)
+	var n int64
+	if err := s.rdb.QueryRow("PRAGMA mmap_size").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n < 32<<20 {
+		t.Errorf("mmap_size of a read connection = %d", n)
+	}
+}
