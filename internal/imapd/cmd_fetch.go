@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"pimail/internal/imapwire"
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
@@ -174,7 +175,7 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMet
 				return fmt.Errorf("reading message %d: %w", m.UID, err)
 			}
 		}
-		s.writeFetch(i, m, raw, plan, seenNow[m.UID])
+		s.writeFetch(i, m, raw, headers != nil, plan, seenNow[m.UID])
 	}
 	return nil
 }
@@ -236,9 +237,18 @@ func matchMetas(v *mailboxView, idx []int, plan fetchPlan, metas []store.Message
 // writeFetch writes one "* n FETCH (...)" response. The simple items
 // and the envelope are appended to the output buffer in place
 // (imapwire.Writer.AvailableBuffer); the others go through the writer.
-func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetchPlan, seenNow bool) {
+// With rawIsHeader (the header path), raw is the message's header and
+// nothing else, and m has no Parsed.
+func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, rawIsHeader bool, plan fetchPlan, seenNow bool) {
 	v := s.sel
 	w := s.w
+	root := func() *message.Part {
+		if rawIsHeader {
+			n := int64(len(raw))
+			return &message.Part{BodyStart: n, End: n}
+		}
+		return rootPart(m, raw)
+	}
 	b := w.AvailableBuffer()
 	b = append(b, "* "...)
 	b = strconv.AppendUint(b, uint64(i+1), 10)
@@ -281,7 +291,10 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 		case "BODY[]":
 			if a.Section.Text == "HEADER" && len(a.Section.Part) == 0 && a.Partial == nil {
 				// BODY.PEEK[HEADER], what clients list a mailbox with.
-				hdr := headerBytes(raw, rootPart(m, raw))
+				hdr := raw
+				if !rawIsHeader {
+					hdr = headerBytes(raw, rootPart(m, raw))
+				}
 				b = append(b, "BODY[HEADER] {"...)
 				b = strconv.AppendUint(b, uint64(len(hdr)), 10)
 				b = append(b, "}\r\n"...)
@@ -294,17 +307,17 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, plan fetch
 		switch a.Name {
 		case "BODY", "BODYSTRUCTURE":
 			w.Raw(a.Name).SP()
-			s.writeBodyStructure(rootPart(m, raw), a.Name == "BODYSTRUCTURE")
+			s.writeBodyStructure(root(), a.Name == "BODYSTRUCTURE")
 		case "RFC822":
 			w.Raw("RFC822 ").Literal(raw)
 		case "RFC822.HEADER":
-			w.Raw("RFC822.HEADER ").Literal(headerBytes(raw, rootPart(m, raw)))
+			w.Raw("RFC822.HEADER ").Literal(headerBytes(raw, root()))
 		case "RFC822.TEXT":
-			w.Raw("RFC822.TEXT ").Literal(textBytes(raw, rootPart(m, raw)))
+			w.Raw("RFC822.TEXT ").Literal(textBytes(raw, root()))
 		case "BODY[]":
-			s.writeBodySection(a, raw, rootPart(m, raw))
+			s.writeBodySection(a, raw, root())
 		case "BINARY[]", "BINARY.SIZE[]":
-			s.writeBinary(a, raw, rootPart(m, raw))
+			s.writeBinary(a, raw, root())
 		default:
 			w.Raw(a.Name).Raw(" NIL")
 		}

@@ -111,17 +111,7 @@ func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan)
 		if headers == nil {
 			break // no fast path
 		}
-		// The header is all of raw that this FETCH sees: describe it as
-		// the top-level part's header (one allocation per chunk for all
-		// of them).
-		parsed := make([]message.Parsed, len(metas))
-		parts := make([]message.Part, len(metas))
-		for i := range metas {
-			n := int64(len(headers[i]))
-			parts[i] = message.Part{BodyStart: n, End: n}
-			parsed[i].Body = &parts[i]
-			metas[i].Parsed = &parsed[i]
-		}
+		// Parsed stays nil: writeFetch knows that raw is the header.
 		return metas, headers, release, nil
 	}
 	metas, err = s.srv.st.Fetch(s.ctx, mailboxID, uids, store.FetchOptions{Parsed: plan.parsed})
