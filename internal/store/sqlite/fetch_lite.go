@@ -51,9 +51,21 @@ func (s *Store) fetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 		return metas, noRelease, err
 	}
 	metas := k.metas
-	// Parsed values live in one slice: one allocation per chunk.
-	parsed := make([]message.Parsed, len(metas))
-	var addrs addrArena
+	// Parsed values live in one slice: one allocation per chunk, or
+	// none when buffered.
+	var (
+		parsed []message.Parsed
+		addrs  addrArena
+	)
+	if b := k.bufs; b != nil {
+		if cap(b.parsed) < len(metas) {
+			b.parsed = make([]message.Parsed, len(metas))
+		}
+		parsed = b.parsed[:len(metas)]
+		addrs.block = b.addrs[:0]
+	} else {
+		parsed = make([]message.Parsed, len(metas))
+	}
 	for i := range metas {
 		e, err := decodeEnvelopeShared(k.data[i], &addrs)
 		if err != nil {
