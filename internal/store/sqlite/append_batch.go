@@ -94,6 +94,12 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 		if err != nil {
 			return nil, err
 		}
+		if len(nbs) > 1 {
+			// A bulk load: the full-text indexer steps aside as it does
+			// for concurrent deliveries (fts_indexer.go, at most
+			// maxIndexLag in all); searches read what is not indexed yet.
+			s.busyUntil.Store(time.Now().Add(indexYield).UnixNano())
+		}
 		return out, nil
 	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -143,5 +144,41 @@ func TestAppendBatchCollectorRace(t *testing.T) {
 	}
 	if got, err := s.ReadBlob(ctx, ms[1].BlobID); err != nil || string(got) != string(raw) {
 		t.Fatalf("ReadBlob after the race: %v", err)
+	}
+}
+
+// TestAppendBatchSearchBeforeIndexed: after a batch the indexer steps
+// aside, and a full-text search right away still finds every message of
+// the batch (the messages not yet indexed are read, search_text.go).
+func TestAppendBatchSearchBeforeIndexed(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	inbox := inboxOf(t, s, a)
+	var msgs []store.AppendMessage
+	for i := range 50 {
+		word := "plain"
+		if i%5 == 0 {
+			word = "zanzibarite"
+		}
+		msgs = append(msgs, store.AppendMessage{Raw: fmt.Appendf(nil, "From: a@example.net\r\nSubject: s%d\r\n\r\nbody %d %s\r\n", i, i, word)})
+	}
+	if _, err := s.AppendBatch(ctx, inbox.ID, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if s.busyUntil.Load() <= time.Now().Add(-time.Second).UnixNano() {
+		t.Fatalf("the indexer was not asked to step aside after a batch")
+	}
+	res, err := s.Search(ctx, inbox.ID, store.SearchQuery{Op: store.SearchText, Text: "ZANZIBARITE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.UIDs) != 10 {
+		t.Fatalf("TEXT search right after the batch: %v, want the 10 UIDs 1, 6, …, 46", res.UIDs)
+	}
+	for i, u := range res.UIDs {
+		if u != uint32(1+5*i) {
+			t.Fatalf("TEXT search right after the batch: %v", res.UIDs)
+		}
 	}
 }
