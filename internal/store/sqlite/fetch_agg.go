@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -312,7 +313,7 @@ func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSe
 	}
 	// SQLite walks mail's primary key (mailbox_id, uid), so the rows
 	// arrive in UID order; a different plan must not change the answer.
-	if !slices.IsSortedFunc(k.metas, func(a, b store.MessageMeta) int { return int(a.UID) - int(b.UID) }) {
+	if !slices.IsSortedFunc(k.metas, func(a, b store.MessageMeta) int { return cmp.Compare(a.UID, b.UID) }) {
 		k.sortByUID()
 	}
 	return k, nil
@@ -324,7 +325,7 @@ func (k *fetchSink) sortByUID() {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortFunc(idx, func(a, b int) int { return int(k.metas[a].UID) - int(k.metas[b].UID) })
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(k.metas[a].UID, k.metas[b].UID) })
 	noFetch := make(map[int]bool, len(k.noFetch))
 	for _, i := range k.noFetch {
 		noFetch[i] = true

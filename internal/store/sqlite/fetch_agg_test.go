@@ -163,3 +163,27 @@ func TestReadConnsMapped(t *testing.T) {
 		t.Errorf("mmap_size of a read connection = %d", n)
 	}
 }
+
+// Rows that arrive out of UID order (another query plan) are sorted with
+// their data and their noFetch marks.
+func TestFetchSinkSort(t *testing.T) {
+	k := &fetchSink{
+		metas:   []store.MessageMeta{{UID: 7}, {UID: 2}, {UID: 9}, {UID: 4}},
+		data:    [][]byte{[]byte("7"), []byte("2"), nil, []byte("4")},
+		noFetch: []int{2, 3},
+	}
+	k.sortByUID()
+	var uids []uint32
+	for i, m := range k.metas {
+		uids = append(uids, m.UID)
+		if d := k.data[i]; d != nil && string(d) != fmt.Sprint(m.UID) {
+			t.Errorf("uid %d has data %q", m.UID, d)
+		}
+	}
+	if !reflect.DeepEqual(uids, []uint32{2, 4, 7, 9}) || k.data[3] != nil {
+		t.Errorf("sorted to %v, data %q", uids, k.data)
+	}
+	if !reflect.DeepEqual(k.noFetch, []int{1, 3}) {
+		t.Errorf("noFetch %v, want [1 3] (uids 4 and 9)", k.noFetch)
+	}
+}
