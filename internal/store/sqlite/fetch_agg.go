@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,17 +229,6 @@ func init() {
 		},
 	})
 }
-
-// readMmapPragma maps the database file into the read connections'
-// address space (https://sqlite.org/mmap.html): a FETCH of a whole
-// mailbox reads every page of blob_headers (32 MB for the 21k mailbox),
-// far more than a connection's page cache holds, and without the mapping
-// each page is a pread system call and a copy, a quarter of the store's
-// CPU for the headers of the 21k mailbox. The mapped pages are the
-// kernel's page cache (they count in the resident size, but the kernel
-// can drop them). Pages still in the WAL are read as before. 256 MB of
-// address space per connection on 64-bit systems, 32 MB on 32-bit ones.
-var readMmapPragma = fmt.Sprintf("&_pragma=mmap_size(%d)", 32<<20<<(3*(strconv.IntSize/64)))
 
 // The FETCH chunk queries; %s is the UID condition.
 const (

@@ -152,18 +152,6 @@ func TestFetchRowsCancelled(t *testing.T) {
 	}
 }
 
-// The read connections map the database file (readMmapPragma).
-func TestReadConnsMapped(t *testing.T) {
-	s := openTest(t)
-	var n int64
-	if err := s.rdb.QueryRow("PRAGMA mmap_size").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n < 32<<20 {
-		t.Errorf("mmap_size of a read connection = %d", n)
-	}
-}
-
 // Rows that arrive out of UID order (another query plan) are sorted with
 // their data and their noFetch marks.
 func TestFetchSinkSort(t *testing.T) {

@@ -195,7 +195,7 @@ func (s *Store) dsn(readOnly bool) string {
 		"&_pragma=foreign_keys(1)" +
 		"&_pragma=synchronous(FULL)"
 	if readOnly {
-		p += "&_pragma=query_only(1)" + readMmapPragma // fetch_agg.go
+		p += "&_pragma=query_only(1)"
 	} else {
 		// The checkpointer checkpoints; commits only as a backstop
 		// (walBackstop, writer.go).
