@@ -7,7 +7,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -124,23 +123,34 @@ func (k *fetchSink) release() {
 // to the step as an interface value without an allocation (Go keeps those
 // integers preallocated), which a growing id would cost on every row.
 var (
-	fetchSinks    [256]atomic.Pointer[fetchSink]
-	fetchSinkNext atomic.Uint32
+	fetchSinks     [256]atomic.Pointer[fetchSink]
+	fetchFreeSlots = func() chan int64 {
+		c := make(chan int64, len(fetchSinks))
+		for i := range len(fetchSinks) {
+			c <- int64(i)
+		}
+		return c
+	}()
 )
 
-// takeSlot puts k into a free slot and returns its number. Every query
-// holds a pooled connection while its slot is taken, so slots run out
-// only with more than 256 connections; then it waits.
-func takeSlot(k *fetchSink) int64 {
-	for n := 0; ; n++ {
-		i := fetchSinkNext.Add(1) % uint32(len(fetchSinks))
-		if fetchSinks[i].CompareAndSwap(nil, k) {
-			return int64(i)
-		}
-		if n%len(fetchSinks) == len(fetchSinks)-1 {
-			runtime.Gosched()
-		}
+// takeSlot puts k into a free slot and returns its number. A slot is
+// taken before the query waits for a pooled connection, so with more
+// than 256 queries waiting at once (many sessions fetching), the next
+// ones wait here until one ends, or until ctx is done.
+func takeSlot(ctx context.Context, k *fetchSink) (int64, error) {
+	select {
+	case id := <-fetchFreeSlots:
+		fetchSinks[id].Store(k)
+		return id, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
+}
+
+// freeSlot gives a slot of takeSlot back.
+func freeSlot(id int64) {
+	fetchSinks[id].Store(nil)
+	fetchFreeSlots <- id
 }
 
 // fetchAgg is one evaluation of pimail_fetch_rows.
@@ -257,8 +267,12 @@ func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSe
 		k.metas = make([]store.MessageMeta, 0, fetchLiteCap)
 		k.data = make([][]byte, 0, fetchLiteCap)
 	}
-	id := takeSlot(k)
-	defer fetchSinks[id].Store(nil)
+	id, err := takeSlot(ctx, k)
+	if err != nil {
+		k.release()
+		return nil, err
+	}
+	defer freeSlot(id)
 	q := fetchRowsEnvelope
 	switch what {
 	case liteHeader:

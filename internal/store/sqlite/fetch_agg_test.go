@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +174,54 @@ func TestFetchSinkSort(t *testing.T) {
 	}
 	if !reflect.DeepEqual(k.noFetch, []int{1, 3}) {
 		t.Errorf("noFetch %v, want [1 3] (uids 4 and 9)", k.noFetch)
+	}
+}
+
+// More fetches at once than there are sink slots (and far more than
+// pooled connections) all finish with the right rows: the ones beyond
+// the slots wait for a free one.
+func TestFetchRowsMoreThanSlots(t *testing.T) {
+	opts := testOptions()
+	opts.ReadConns = 2
+	s, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.AddDomain(ctx, "example.org"); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := s.AddAccount(ctx, "many@example.org", "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := mustInbox(t, s, acct.ID)
+	for i := range 20 {
+		if _, err := s.Deliver(ctx, store.Delivery{Raw: benchMsg(int64(i)), Recipients: []store.Recipient{{AccountID: acct.ID}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := len(fetchSinks) + 60
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			metas, headers, release, err := s.FetchHeadersBuffered(ctx, mb, store.UIDSet{{Start: 1, Stop: 0}}, i%2 == 0)
+			switch {
+			case err != nil:
+			case len(metas) != 20 || len(headers) != 20 || !strings.HasPrefix(string(headers[19]), "From: a@example.net"):
+				err = fmt.Errorf("%d messages, last header %.20q", len(metas), headers[len(headers)-1])
+			}
+			release()
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(fetchFreeSlots); got != len(fetchSinks) {
+		t.Errorf("%d free slots after the fetches, want %d", got, len(fetchSinks))
 	}
 }
