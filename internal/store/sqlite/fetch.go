@@ -75,9 +75,22 @@ func scanMeta(rows *sql.Rows, mailboxID int64, withParsed bool) (store.MessageMe
 }
 
 // UIDs lists the mailbox's messages in ascending UID order, without parsed
-// content.
+// content. It is what SELECT reads: one statement whose rows go through
+// the FETCH aggregate (fetch_agg.go) instead of eight driver columns each.
 func (s *Store) UIDs(ctx context.Context, mailboxID int64) ([]store.MessageMeta, error) {
-	return s.Fetch(ctx, mailboxID, nil, store.FetchOptions{})
+	k, err := s.fetchRows(ctx, mailboxID, nil, liteMeta, false)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: list messages: %w", err)
+	}
+	if len(k.noFetch) > 0 {
+		// A blob without a blob_fetch row (none are expected): its
+		// size is in blobs.
+		return s.Fetch(ctx, mailboxID, nil, store.FetchOptions{})
+	}
+	if len(k.metas) == 0 {
+		return nil, nil
+	}
+	return k.metas, nil
 }
 
 // Fetch returns the messages of a mailbox whose UIDs are in uids (all when

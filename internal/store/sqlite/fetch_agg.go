@@ -247,6 +247,9 @@ const (
 	fetchRowsHeader = "SELECT pimail_fetch_rows(?, mail.uid, mail.modseq, mail.flags, mail.keywords, mail.internal_date, mail.blob_id, f.size, h.header)" +
 		" FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id LEFT JOIN blob_headers h ON h.blob_id = mail.blob_id" +
 		" WHERE mail.mailbox_id = ? AND %s"
+	// The metadata alone (UIDs, for SELECT).
+	fetchRowsMeta = "SELECT pimail_fetch_rows(?, mail.uid, mail.modseq, mail.flags, mail.keywords, mail.internal_date, mail.blob_id, f.size, NULL)" +
+		" FROM mail LEFT JOIN blob_fetch f ON f.blob_id = mail.blob_id WHERE mail.mailbox_id = ? AND %s"
 	// Without the size (and the blob_fetch lookup per row), for a FETCH
 	// that does not ask for RFC822.SIZE.
 	fetchRowsHeaderNoSize = "SELECT pimail_fetch_rows(?, mail.uid, mail.modseq, mail.flags, mail.keywords, mail.internal_date, mail.blob_id, 0, h.header)" +
@@ -279,6 +282,8 @@ func (s *Store) fetchRows(ctx context.Context, mailboxID int64, uids store.UIDSe
 		q = fetchRowsHeader
 	case liteHeaderNoSize:
 		q = fetchRowsHeaderNoSize
+	case liteMeta:
+		q = fetchRowsMeta
 	}
 	var row *sql.Row
 	if lo, hi, ok := oneRange(uids); ok {

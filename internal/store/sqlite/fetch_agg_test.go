@@ -117,6 +117,17 @@ func TestFetchRowsSets(t *testing.T) {
 			}
 		}
 	}
+	// UIDs (SELECT) lists what Fetch lists.
+	all, err := s.Fetch(ctx, mb, nil, store.FetchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uids, err := s.UIDs(ctx, mb); err != nil || !reflect.DeepEqual(uids, all) || len(uids) != 36 {
+		t.Errorf("UIDs: %d messages, %v; want the %d of Fetch", len(uids), err, len(all))
+	}
+	if _, err := s.UIDs(ctx, 999999); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UIDs of a missing mailbox: %v, want ErrNotFound", err)
+	}
 	if _, err := s.FetchEnvelopes(ctx, 999999, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("FetchEnvelopes of a missing mailbox: %v, want ErrNotFound", err)
 	}

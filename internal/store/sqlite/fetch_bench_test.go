@@ -191,3 +191,28 @@ func cpuNow() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkStoreUIDs lists the mailbox as SELECT does (UIDs), and
+// BenchmarkStoreUIDsGeneral as it did before (Fetch without Parsed).
+func BenchmarkStoreUIDs(b *testing.B)        { benchList(b, false) }
+func BenchmarkStoreUIDsGeneral(b *testing.B) { benchList(b, true) }
+
+func benchList(b *testing.B, general bool) {
+	s, mb, uids := fetchBenchStore(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	c0 := cpuNow()
+	for range b.N {
+		var metas []store.MessageMeta
+		var err error
+		if general {
+			metas, err = s.Fetch(ctx, mb, nil, store.FetchOptions{})
+		} else {
+			metas, err = s.UIDs(ctx, mb)
+		}
+		if err != nil || len(metas) != len(uids) {
+			b.Fatalf("%d messages, %v", len(metas), err)
+		}
+	}
+	b.ReportMetric(float64(cpuNow()-c0)/float64(b.N)/float64(len(uids)), "cpu-ns/msg")
+}

@@ -317,6 +317,7 @@ const (
 	liteEnvelope     = iota // blob_fetch.envelope
 	liteHeader              // blob_headers.header
 	liteHeaderNoSize        // blob_headers.header, without blob_fetch.size (fetchRows only)
+	liteMeta                // nothing beside the metadata (fetchRows only)
 )
 
 // fetchLite returns the metadata (without Parsed) of the mailbox's
