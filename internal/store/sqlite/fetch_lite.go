@@ -16,9 +16,12 @@ import (
 // client listing a mailbox: ENVELOPE, or the header fields) without what
 // Fetch with Parsed costs: decoding the whole MIME tree of every message
 // and looking up each message file with its own query. What they need is
-// in the narrow blob_fetch table (schema version 5): one query per chunk
-// joins it to the mail rows. A blob without a blob_fetch row (none are
-// expected: every write path adds one) is served from its stored parse.
+// in the narrow blob_fetch table (schema version 5) and in blob_headers
+// (version 6): one statement per chunk joins them to the mail rows and
+// hands the rows to the aggregate of fetch_agg.go. A blob without a
+// blob_fetch row (none are expected: every write path adds one) is served
+// from its stored parse, by the transaction-based code further down
+// (fetchEnvelopesTx, fetchHeadersTx, fetchLite).
 
 // FetchEnvelopes is Fetch whose Parsed holds only the envelope (RFC 9051
 // §7.5.2): Parsed.Body is nil and the decoded search fields are empty.
