@@ -142,11 +142,34 @@ func (p *Policy) Check(raw []byte, parsed *message.Parsed) *Finding {
 		if part.BodyStart < 0 || part.End > int64(len(raw)) || part.BodyStart > part.End {
 			return true
 		}
-		data := message.DecodeTransfer(raw[part.BodyStart:part.End], part.Encoding)
-		found = p.checkContent(label, data, 0, budget)
+		found = p.checkContent(label, sniffDecode(raw[part.BodyStart:part.End], part.Encoding), 0, budget)
 		return found == nil
 	})
 	return found
+}
+
+// sniffPrefix is how much of an encoded body sniffDecode decodes first:
+// enough for the magic numbers sniff reads (8 bytes) after any encoding.
+const sniffPrefix = 512
+
+// sniffDecode returns what checkContent needs of a part's encoded body:
+// the whole decoded body for a compound file or a zip archive, whose
+// contents it inspects, and otherwise only the decoded start, whose magic
+// number decides (an image or a PDF is not decoded whole just to learn
+// that it is not an executable).
+func sniffDecode(body []byte, encoding string) []byte {
+	if len(body) <= sniffPrefix {
+		return message.DecodeTransfer(body, encoding)
+	}
+	head := message.DecodeTransfer(body[:sniffPrefix], encoding)
+	if len(head) < 16 { // mostly white space: decide on the whole
+		return message.DecodeTransfer(body, encoding)
+	}
+	switch sniff(head) {
+	case kindOLE, kindZip:
+		return message.DecodeTransfer(body, encoding)
+	}
+	return head
 }
 
 // checkName refuses blocked extensions; a blocked extension behind another

@@ -115,3 +115,34 @@ func TestPolicyArchiveLimits(t *testing.T) {
 		t.Fatalf("entries: %v", f)
 	}
 }
+
+// TestPolicyLargeAttachments: attachments longer than what sniffDecode
+// decodes first are judged as the small ones are: by the magic number of
+// their start, and archives and compound files by their whole content.
+func TestPolicyLargeAttachments(t *testing.T) {
+	p := NewPolicy(PolicyConfig{})
+	pad := bytes.Repeat([]byte{0x5a, 0x17, 0xc3, 0x99, 0x01, 0xfe, 0x42, 0x88}, 1024) // 8 KiB, incompressible enough
+	big := func(head []byte) []byte { return append(append([]byte(nil), head...), pad...) }
+	for _, tc := range []struct {
+		name, file, ctype string
+		data              []byte
+		reason            string // "" = passes
+	}{
+		{"exe by magic under a harmless name", "photo.jpg", "image/jpeg", big(peBytes), "executable"},
+		{"exe at the end of a zip", "a.zip", "application/zip", makeZip(t, zipEntry{"pic.bin", pad}, zipEntry{"tool.exe", []byte("x")}), "blocked-extension"},
+		{"exe magic in a zip", "a.zip", "application/zip", makeZip(t, zipEntry{"pic.bin", pad}, zipEntry{"pic.jpg", big(peBytes)}), "executable"},
+		{"macro in a legacy doc", "report.doc", "application/msword", big(oleWithVBA()), "macro-document"},
+		{"a photo", "photo.jpg", "image/jpeg", big([]byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00")), ""},
+		{"a zip of photos", "photos.zip", "application/zip", makeZip(t, zipEntry{"a.jpg", big([]byte("\xff\xd8\xff"))}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := check(p, mail(tc.file, tc.ctype, tc.data))
+			switch {
+			case tc.reason == "" && f != nil:
+				t.Fatalf("refused: %v", f)
+			case tc.reason != "" && (f == nil || f.Reason != tc.reason):
+				t.Fatalf("finding %v, want reason %s", f, tc.reason)
+			}
+		})
+	}
+}

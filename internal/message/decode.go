@@ -99,24 +99,43 @@ func normalizeEncoding(e string) string {
 // decodeBase64 decodes base64 leniently (RFC 2045 §6.8: characters outside
 // the alphabet are ignored); decoding stops at the first padding character.
 func decodeBase64(body []byte) []byte {
-	clean := make([]byte, 0, len(body))
+	clean := make([]byte, len(body))
+	n := 0
 	for _, c := range body {
-		switch {
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '/':
-			clean = append(clean, c)
-		case c == '=':
+		switch b64Class[c] {
+		case b64Digit:
+			clean[n] = c
+			n++
+		case b64Pad:
 			goto done
 		}
 	}
 done:
+	clean = clean[:n]
 	if len(clean)%4 == 1 {
 		clean = clean[:len(clean)-1]
 	}
 	out := make([]byte, base64.RawStdEncoding.DecodedLen(len(clean)))
 	// On a corrupt tail Decode reports how much it decoded; keep that.
-	n, _ := base64.RawStdEncoding.Decode(out, clean)
-	return out[:n]
+	m, _ := base64.RawStdEncoding.Decode(out, clean)
+	return out[:m]
 }
+
+// b64Class sorts bytes for decodeBase64: alphabet digits are kept, "="
+// ends the data, anything else (line breaks, stray bytes) is skipped.
+var b64Class = func() (t [256]uint8) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = b64Digit
+	}
+	t['='] = b64Pad
+	return t
+}()
+
+const (
+	b64Skip = iota
+	b64Digit
+	b64Pad
+)
 
 // decodeQP decodes quoted-printable leniently (RFC 2045 §6.7): "=XX" in
 // either case, soft line breaks with trailing white space, trailing white
