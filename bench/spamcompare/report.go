@@ -72,8 +72,8 @@ func pct(a, b int) float64 {
 func perf(o options, test []sample, data string, peers []peer) error {
 	fmt.Printf("\n## Throughput (%d messages per SMTP run, %d sessions, median of %d runs alternating on/off; peers %d clients for %s)\n\n",
 		o.perfN, o.conns, o.rounds, o.conns, o.perfSeconds)
-	fmt.Println("| messages | pimail filter on | pimail filter off | pimail peak RSS on / off | " + peerNames(peers) + " load avg |")
-	fmt.Println("|---|---:|---:|---:|" + strings.Repeat("---:|", len(peers)) + "---|")
+	fmt.Println("| messages | pimail filter on | pimail filter off | pimail peak RSS on / off | pimail filter alone | " + peerNames(peers) + " load avg |")
+	fmt.Println("|---|---:|---:|---:|---:|" + strings.Repeat("---:|", len(peers)) + "---|")
 	var notes []string
 	for _, size := range []int{8 << 10, 64 << 10} {
 		set := nearest(test, size, 40)
@@ -98,12 +98,17 @@ func perf(o options, test []sample, data string, peers []peer) error {
 			}
 		}
 		rates := [2]float64{median(runs[0]), median(runs[1])}
-		notes = append(notes, fmt.Sprintf("~%d KB runs: filter on %.1f msgs/s, off %.1f msgs/s; pimail CPU per message on %.2f ms, off %.2f ms (medians)",
-			size>>10, runs[0], runs[1], median(cpus[0]), median(cpus[1])))
+		note := fmt.Sprintf("~%d KB runs: SMTP with the filter on %s msgs/s, off %s msgs/s (on / off %.0f %%); pimail CPU per message on %.2f ms, off %.2f ms (medians)",
+			size>>10, list(runs[0]), list(runs[1]), 100*rates[0]/rates[1], median(cpus[0]), median(cpus[1]))
 		raws := make([][]byte, len(set))
 		for i, s := range set {
 			raws[i] = s.raw
 		}
+		alone, aloneCPU, err := filterRate(data, raws, o.conns, o.perfSeconds)
+		if err != nil {
+			return err
+		}
+		note += fmt.Sprintf("; the filter alone %.1f msgs/s, %.3f ms CPU per message", alone, aloneCPU)
 		var peerCols string
 		for _, p := range peers {
 			r, errs := peerRate(p, raws, o.conns, o.perfSeconds)
@@ -112,9 +117,13 @@ func perf(o options, test []sample, data string, peers []peer) error {
 				peerCols += fmt.Sprintf(" (%d errors)", errs)
 			}
 			peerCols += " |"
+			if r > 0 {
+				note += fmt.Sprintf("; vs %s: filter alone %.0f×, through SMTP %.1f×", p.name(), alone/r, rates[0]/r)
+			}
 		}
-		fmt.Printf("| %d real ones, mean %d bytes | %.1f msgs/s | %.1f msgs/s | %.0f / %.0f MB |%s %s |\n",
-			len(set), mean, rates[0], rates[1], float64(rss[0])/1024, float64(rss[1])/1024, peerCols, loadavg())
+		notes = append(notes, note)
+		fmt.Printf("| %d real ones, mean %d bytes | %.1f msgs/s | %.1f msgs/s | %.0f / %.0f MB | %.1f msgs/s |%s %s |\n",
+			len(set), mean, rates[0], rates[1], float64(rss[0])/1024, float64(rss[1])/1024, alone, peerCols, loadavg())
 	}
 	fmt.Println()
 	for _, n := range notes {
@@ -167,6 +176,15 @@ func smtpRate(o options, data string, set []sample, filter bool) (float64, int64
 		}
 	}
 	return float64(ok) / took.Seconds(), peak, 1000 * cpu / float64(max(ok, 1)), nil
+}
+
+// list formats rates as "412.3, 398.1, 420.7".
+func list(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.1f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func median(v []float64) float64 {
