@@ -149,37 +149,7 @@ func (c *client) readResponse(tag string) (response, error) {
 // appendMsg sends APPEND with the message as a literal (LITERAL+ when the
 // server has it, RFC 7888; otherwise waiting for the continuation).
 func (c *client) appendMsg(mailbox string, date time.Time, msg []byte) error {
-	c.tag++
-	tag := fmt.Sprintf("B%d", c.tag)
-	c.conn.SetDeadline(time.Now().Add(c.timeout))
-	dt := ""
-	if !date.IsZero() {
-		dt = ` "` + date.Format("02-Jan-2006 15:04:05 -0700") + `"`
-	}
-	plus := ""
-	if c.literalPlus {
-		plus = "+"
-	}
-	fmt.Fprintf(c.w, "%s APPEND %s ()%s {%d%s}\r\n", tag, quote(mailbox), dt, len(msg), plus)
-	if !c.literalPlus {
-		if err := c.w.Flush(); err != nil {
-			return fmt.Errorf("send: %w", err)
-		}
-		line, _, err := c.readLine()
-		if err != nil {
-			return fmt.Errorf("append: %w", err)
-		}
-		if !strings.HasPrefix(line, "+") {
-			return fmt.Errorf("append refused: %s", line)
-		}
-	}
-	c.w.Write(msg)
-	c.w.WriteString("\r\n")
-	if err := c.w.Flush(); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	_, err := c.readResponse(tag)
-	return err
+	return c.appendMulti(mailbox, []time.Time{date}, [][]byte{msg})
 }
 
 // appendMulti sends one MULTIAPPEND command (RFC 3502) with all msgs,

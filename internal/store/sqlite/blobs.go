@@ -117,10 +117,7 @@ func syncDir(dir string) error {
 
 // bdbRow runs a constant single-row query on the blob read pool.
 func (s *Store) bdbRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if st, err := s.bstmts.get(s.ctx, s.bdb, q); err == nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return s.bdb.QueryRowContext(ctx, q, args...)
+	return s.queryRow(ctx, &s.bstmts, s.bdb, q, args...)
 }
 
 // readRaw returns the bytes of blob id, whose content address is sha:

@@ -68,14 +68,19 @@ func (c *stmtCache) close() {
 	c.m = nil
 }
 
-// readRow runs a constant single-row query on the read pool with a cached
-// statement. When it cannot be prepared, the query runs directly and
-// reports the error.
-func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if st, err := s.rstmts.get(s.ctx, s.rdb, q); err == nil {
+// queryRow runs a constant single-row query on db with a statement cached
+// in c (prepared with the store's context). When it cannot be prepared,
+// the query runs directly and reports the error.
+func (s *Store) queryRow(ctx context.Context, c *stmtCache, db *sql.DB, q string, args ...any) *sql.Row {
+	if st, err := c.get(s.ctx, db, q); err == nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return s.rdb.QueryRowContext(ctx, q, args...)
+	return db.QueryRowContext(ctx, q, args...)
+}
+
+// readRow runs a constant single-row query on the read pool.
+func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return s.queryRow(ctx, &s.rstmts, s.rdb, q, args...)
 }
 
 // learnWriterStmts prepares, on the writer's connection and at the
