@@ -22,28 +22,35 @@ import (
 //
 //	meta (key, value)         'hwm': the highest blob id indexed; every blob
 //	                          with id <= hwm is in fts (or gone)
-//	fts  (terms)              FTS5, contentless, rowid = blobs.id,
-//	                          tokenize=ascii, detail=none: the distinct
-//	                          byte trigrams of the blob's searchable text
-//	                          (header and body), one term each (fts_terms.go)
+//	fts  (h, b)               FTS5, contentless, rowid = blobs.id,
+//	                          tokenize=ascii, detail=column: the distinct
+//	                          words of the blob's searchable header (h) and
+//	                          body (b) text (fts_terms.go)
+//	words (w)                 every distinct word ever indexed, to tell new
+//	                          words from known ones
+//	vocab (id, data)          the same words, newline-terminated, appended
+//	                          to rows of about 64 KB: search scans them for
+//	                          the words containing a needle
 //
-// Layout, from measurement (bench/imapbench -compare-fts, 8,734 messages of
-// the linux-mips mailbox, 23.9 MB): FTS5's trigram tokenizer with
-// detail=full answers substring queries exactly but is 311 % of the mail
-// size (0.63 ms/message to insert); with detail=none it is 55 % (0.39
-// ms/message), as small as unicode61 (54 %), which cannot find substrings
-// inside words at all. detail=none stores which documents hold each
-// trigram, not where, so a query is the conjunction of the needle's
-// trigrams: a superset of the messages containing the needle, which search
-// then verifies against the decoded text (store.ExtractSearchableText).
-// Since only the set of trigrams matters, the indexer hands FTS5 each
-// distinct trigram once (fts_terms.go) instead of the text.
+// Layout, from measurement (21,282 messages of the linux-mips mailbox,
+// 74.7 MB; docs/benchmarks.md, IMAP): words with detail=column take 26 MB
+// (35 % of the mail: fts 18, words 3.9, vocab 2.6) and 0.38 ms a message
+// to index. A needle without separators is answered exactly from the
+// index: the vocabulary scan (2.5–3 ms for its 242,000 words) and one FTS5
+// query for the blobs holding any of the words found, with no message
+// read (6 ms for a word in a quarter of the messages). The layout before
+// (the distinct byte trigrams, detail=none, 43 % of the mail) found a
+// superset that search verified by decoding every candidate: 400 ms for
+// the same word. FTS5's own trigram tokenizer with detail=full answers
+// substrings exactly too, at 311 % of the mail size.
 const (
-	ftsLayout = "fts5 byte-trigram terms ascii detail=none v2"
+	ftsLayout = "fts5 words h b ascii detail=column v3"
 	ftsSchema = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(terms, content='', contentless_delete=1,
-	tokenize='ascii', detail=none);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(h, b, content='', contentless_delete=1,
+	tokenize='ascii', detail=column);
+CREATE TABLE IF NOT EXISTS words (w TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vocab (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 `
 )
 
@@ -70,10 +77,11 @@ type ftsIndex struct {
 	// kick asks the indexer to index what is pending now (WaitIndexed).
 	kick chan struct{}
 
-	// grams and buf turn a blob's text into its terms (indexer goroutine
-	// only).
-	grams trigramSet
-	buf   []byte
+	// Indexer goroutine only: words turns a blob's text into its terms;
+	// chunkID and chunk are the last vocab row as committed.
+	words   wordSet
+	chunkID int64
+	chunk   []byte
 }
 
 func newFTSIndex(dir string) *ftsIndex {
@@ -138,7 +146,7 @@ func (ix *ftsIndex) prepare(ctx context.Context, db *sql.DB, maxBlob int64) (int
 		return 0, fmt.Errorf("read layout: %w", err)
 	}
 	if layout != "" && layout != ftsLayout {
-		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS fts; DELETE FROM meta"); err != nil {
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS words; DROP TABLE IF EXISTS vocab; DELETE FROM meta"); err != nil {
 			return 0, fmt.Errorf("drop index of layout %q: %w", layout, err)
 		}
 	}
@@ -154,6 +162,11 @@ func (ix *ftsIndex) prepare(ctx context.Context, db *sql.DB, maxBlob int64) (int
 	}
 	if err := db.QueryRowContext(ctx, "SELECT coalesce(max(rowid), 0) FROM fts").Scan(&ix.maxRow); err != nil {
 		return 0, fmt.Errorf("read highest row: %w", err)
+	}
+	ix.chunkID, ix.chunk = 1, nil
+	err = db.QueryRowContext(ctx, "SELECT id, data FROM vocab ORDER BY id DESC LIMIT 1").Scan(&ix.chunkID, &ix.chunk)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read vocabulary: %w", err)
 	}
 	if hwm > maxBlob || ix.maxRow > maxBlob {
 		// Blobs above maxBlob were collected (their ids may come back).

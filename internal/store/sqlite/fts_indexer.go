@@ -2,11 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"pimail/internal/message"
@@ -199,10 +201,10 @@ func (s *Store) maxBlobID(ctx context.Context) (int64, error) {
 	return id, nil
 }
 
-// indexDoc is one blob's index terms.
+// indexDoc is one blob's index terms: its distinct header and body words.
 type indexDoc struct {
-	id    int64
-	terms string
+	id   int64
+	h, b string
 }
 
 // indexOnce indexes up to indexBatch new blobs and removes up to
@@ -220,7 +222,8 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 	forget := ix.forget[:min(len(ix.forget), forgetBatch)]
 	ix.mu.Unlock()
 
-	docs, last, err := s.loadDocs(ctx, lo, indexBatch)
+	batch := map[string]struct{}{}
+	docs, last, err := s.loadDocs(ctx, lo, indexBatch, batch)
 	if err != nil {
 		return false, err
 	}
@@ -243,6 +246,10 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 			return false, fmt.Errorf("remove collected blob %d from index: %w", id, err)
 		}
 	}
+	chunkID, chunk, err := addWords(ctx, tx, batch, ix.chunkID, ix.chunk)
+	if err != nil {
+		return false, err
+	}
 	maxRow := ix.maxRow
 	for _, d := range docs {
 		if d.id <= maxRow {
@@ -251,7 +258,7 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 				return false, fmt.Errorf("replace index row %d: %w", d.id, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO fts (rowid, terms) VALUES (?, ?)", d.id, d.terms); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO fts (rowid, h, b) VALUES (?, ?, ?)", d.id, d.h, d.b); err != nil {
 			return false, fmt.Errorf("index blob %d: %w", d.id, err)
 		}
 		maxRow = max(maxRow, d.id)
@@ -270,9 +277,48 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 		return false, fmt.Errorf("commit index batch: %w", err)
 	}
 	ix.maxRow = maxRow
+	ix.chunkID, ix.chunk = chunkID, chunk
 	ix.hwm.Store(last)
 	ix.forget = ix.forget[len(forget):]
 	return len(docs) == indexBatch || len(ix.forget) > 0, nil
+}
+
+// addWords records the words of a batch that the index has not seen
+// before: in words, and appended to the vocabulary's last row (a new row
+// once it holds vocabChunk bytes). It returns the last row as written;
+// chunk, the last row as committed, is not modified.
+func addWords(ctx context.Context, tx *sql.Tx, batch map[string]struct{}, chunkID int64, chunk []byte) (int64, []byte, error) {
+	st, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO words (w) VALUES (?)")
+	if err != nil {
+		return 0, nil, fmt.Errorf("index words: %w", err)
+	}
+	defer st.Close()
+	chunk = slices.Clip(chunk) // appends copy: the committed row stays as it was
+	added := false
+	for w := range batch {
+		r, err := st.ExecContext(ctx, w)
+		if err != nil {
+			return 0, nil, fmt.Errorf("index word: %w", err)
+		}
+		if n, err := r.RowsAffected(); err != nil || n == 0 {
+			continue
+		}
+		if len(chunk)+len(w) >= vocabChunk && len(chunk) > 0 {
+			if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO vocab (id, data) VALUES (?, ?)", chunkID, chunk); err != nil {
+				return 0, nil, fmt.Errorf("write vocabulary: %w", err)
+			}
+			chunkID, chunk = chunkID+1, nil
+		}
+		chunk = append(chunk, w...)
+		chunk = append(chunk, '\n')
+		added = true
+	}
+	if added {
+		if _, err := tx.ExecContext(ctx, "INSERT OR REPLACE INTO vocab (id, data) VALUES (?, ?)", chunkID, chunk); err != nil {
+			return 0, nil, fmt.Errorf("write vocabulary: %w", err)
+		}
+	}
+	return chunkID, chunk, nil
 }
 
 // missingBlobs returns the ids that have no blob row.
@@ -310,8 +356,9 @@ func (s *Store) missingBlobs(ctx context.Context, ids []int64) ([]int64, error) 
 }
 
 // loadDocs reads and extracts up to limit blobs with id > after, in id
-// order. last is the id up to which blobs were looked at.
-func (s *Store) loadDocs(ctx context.Context, after int64, limit int) (docs []indexDoc, last int64, err error) {
+// order, and adds their words to batch. last is the id up to which blobs
+// were looked at.
+func (s *Store) loadDocs(ctx context.Context, after int64, limit int, batch map[string]struct{}) (docs []indexDoc, last int64, err error) {
 	rows, err := s.rdb.QueryContext(ctx, "SELECT id, sha256, parsed FROM blobs WHERE id > ? ORDER BY id LIMIT ?", after, limit)
 	if err != nil {
 		return nil, after, fmt.Errorf("list blobs to index: %w", err)
@@ -345,11 +392,8 @@ func (s *Store) loadDocs(ctx context.Context, after int64, limit int) (docs []in
 			return nil, after, fmt.Errorf("read blob %d to index: %w", p.id, err)
 		}
 		text := store.ExtractSearchableText(raw, decodeParsed(p.pj))
-		ix := s.fts
-		ix.grams.add(text.Header)
-		ix.grams.add(text.Body)
-		ix.buf = ix.grams.terms(ix.buf[:0])
-		docs = append(docs, indexDoc{id: p.id, terms: string(ix.buf)})
+		w := &s.fts.words
+		docs = append(docs, indexDoc{id: p.id, h: w.terms(text.Header, batch), b: w.terms(text.Body, batch)})
 	}
 	return docs, last, nil
 }

@@ -1,88 +1,119 @@
 package sqlite
 
-// The full-text index stores, for each blob, the set of distinct byte
-// trigrams of its case-folded searchable text (store.SearchableText), each
-// written as one five-letter term for FTS5's ascii tokenizer. A needle's
-// trigrams are a subset of the trigrams of every text containing it, so the
-// conjunction of the needle's terms finds a superset of the matching blobs,
-// which search verifies (search_text.go).
+import (
+	"bytes"
+	"strings"
+)
+
+// The full-text index stores, for each blob, the distinct words of its
+// case-folded searchable text (store.SearchableText): maximal runs of word
+// bytes, which are the bytes FTS5's ascii tokenizer keeps inside a token
+// (ASCII letters and digits, and every byte of a multi-byte UTF-8
+// sequence). The text is folded by search and indexer alike, so FTS5 only
+// splits the space-separated list the indexer hands it.
 //
-// Why not FTS5's own trigram tokenizer over the text: it hands FTS5 one
-// token per character, and FTS5 pays a hash-table write for each, although
-// an 8 KB message has only a third as many distinct trigrams. Deduplicating
-// here, with a bitmap, cut the indexer's CPU per message by about half
-// (docs/benchmarks.md, SMTP ingest) and gives the same candidates. Byte
-// trigrams of UTF-8 rather than character trigrams: a substring of the
-// text is a substring of its bytes, and three bytes are exactly a 24-bit
-// key, so there is no hashing and no collision.
+// Why words answer substring search exactly: a needle made only of word
+// bytes cannot span a separator, so it occurs in the text if and only if
+// it occurs inside one of the text's words. Search finds every indexed
+// word that contains the needle in the vocabulary (all distinct words
+// ever indexed, kept in index.db as a few long newline-separated rows and
+// scanned with bytes.Index) and asks FTS5 for the blobs holding any of
+// them. A needle with separators is split into its word runs; each run
+// occurs inside some word of every matching text, so those blobs are
+// candidates that search then verifies.
 
-// trigramBits is the number of possible byte trigrams.
-const trigramBits = 1 << 24
-
-// termAlphabet writes a 24-bit trigram in five base-32 digits (25 bits),
-// all of which the ascii tokenizer keeps inside one token and folds to
-// themselves.
-const termAlphabet = "0123456789abcdefghijklmnopqrstuv"
-
-// trigramSet collects distinct byte trigrams. The zero value is ready; its
-// bitmap (2 MiB) is allocated on first use and reused: terms clears only
-// the bits that were set.
-type trigramSet struct {
-	bits []uint64
-	keys []uint32
+// isWordByte reports whether c belongs inside a word (see above).
+func isWordByte(c byte) bool {
+	return c >= 0x80 || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z'
 }
 
-// add adds the trigrams of s.
-func (t *trigramSet) add(s string) {
-	if len(s) < 3 {
-		return
+// eachWord calls f with every maximal run of word bytes of s.
+func eachWord(s string, f func(string)) {
+	start := -1
+	for i := 0; i < len(s); i++ {
+		if isWordByte(s[i]) {
+			if start < 0 {
+				start = i
+			}
+		} else if start >= 0 {
+			f(s[start:i])
+			start = -1
+		}
 	}
-	if t.bits == nil {
-		t.bits = make([]uint64, trigramBits/64)
+	if start >= 0 {
+		f(s[start:])
 	}
-	k := uint32(s[0])<<8 | uint32(s[1])
-	for i := 2; i < len(s); i++ {
-		k = (k<<8 | uint32(s[i])) & (trigramBits - 1)
-		w, b := k>>6, uint64(1)<<(k&63)
-		if t.bits[w]&b == 0 {
-			t.bits[w] |= b
-			t.keys = append(t.keys, k)
+}
+
+// wordSet collects the distinct words of one column of a blob; the zero
+// value is ready and is reused.
+type wordSet struct {
+	seen map[string]struct{}
+	buf  []byte
+}
+
+// terms returns the distinct words of s, space-separated, and adds each
+// to batch (the words of the whole indexing batch).
+func (w *wordSet) terms(s string, batch map[string]struct{}) string {
+	if w.seen == nil {
+		w.seen = map[string]struct{}{}
+	}
+	clear(w.seen)
+	w.buf = w.buf[:0]
+	eachWord(s, func(word string) {
+		if _, ok := w.seen[word]; ok {
+			return
+		}
+		w.seen[word] = struct{}{}
+		batch[word] = struct{}{}
+		w.buf = append(w.buf, word...)
+		w.buf = append(w.buf, ' ')
+	})
+	return string(w.buf)
+}
+
+// vocabChunk is the size at which the indexer starts a new vocabulary row.
+const vocabChunk = 64 << 10
+
+// scanVocab appends to out[i] every word of the vocabulary rows data
+// (newline-terminated words) that contains needles[i].
+func scanVocab(data []byte, needles []string, out [][]string) {
+	for i, n := range needles {
+		nb := []byte(n)
+		for off := 0; off < len(data); {
+			k := bytes.Index(data[off:], nb)
+			if k < 0 {
+				break
+			}
+			k += off
+			start := bytes.LastIndexByte(data[:k], '\n') + 1
+			end := len(data)
+			if e := bytes.IndexByte(data[k:], '\n'); e >= 0 {
+				end = k + e
+			}
+			out[i] = append(out[i], string(data[start:end]))
+			off = end + 1
 		}
 	}
 }
 
-// terms appends the collected trigrams to dst as space-separated terms, in
-// the order they were first seen, and empties the set.
-func (t *trigramSet) terms(dst []byte) []byte {
-	for _, k := range t.keys {
-		dst = appendTerm(dst, k)
-		dst = append(dst, ' ')
-		t.bits[k>>6] &^= uint64(1) << (k & 63)
+// orTerms writes words as an FTS5 disjunction of quoted strings (a word
+// holds no '"'), restricted to column col unless it is "".
+func orTerms(col string, words []string) string {
+	var b strings.Builder
+	if col != "" {
+		b.WriteString(col)
+		b.WriteString(" : ")
 	}
-	t.keys = t.keys[:0]
-	return dst
-}
-
-// len is the number of trigrams collected.
-func (t *trigramSet) len() int { return len(t.keys) }
-
-func appendTerm(dst []byte, k uint32) []byte {
-	return append(dst,
-		termAlphabet[k>>20&31], termAlphabet[k>>15&31], termAlphabet[k>>10&31],
-		termAlphabet[k>>5&31], termAlphabet[k&31])
-}
-
-// needleTerms returns the distinct terms of s in order of first
-// appearance (a small needle: no bitmap).
-func needleTerms(s string) []string {
-	var out []string
-	seen := map[uint32]bool{}
-	for i := 0; i+3 <= len(s); i++ {
-		k := uint32(s[i])<<16 | uint32(s[i+1])<<8 | uint32(s[i+2])
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, string(appendTerm(nil, k)))
+	b.WriteByte('(')
+	for i, w := range words {
+		if i > 0 {
+			b.WriteString(" OR ")
 		}
+		b.WriteByte('"')
+		b.WriteString(w)
+		b.WriteByte('"')
 	}
-	return out
+	b.WriteByte(')')
+	return b.String()
 }

@@ -149,3 +149,105 @@ func TestIndexCollectedAndReusedID(t *testing.T) {
 		t.Errorf("index has %d rows (%v), want 2", rows, err)
 	}
 }
+
+// TestIndexVocabularyRows: the vocabulary spans several rows, survives a
+// reopen (new words go on after the last row), and every word is found
+// from the index alone, whichever row holds it.
+func TestIndexVocabularyRows(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := ftsInbox(t, s)
+	ctx := context.Background()
+	// 12,000 distinct words of 8 bytes fill more than one row.
+	var body []byte
+	for i := range 12000 {
+		body = fmt.Appendf(body, "vw%06d ", i)
+		if i%8 == 7 {
+			body = append(body, "\r\n"...)
+		}
+	}
+	msg := append([]byte("From: a@example.org\r\nSubject: many words\r\n\r\n"), body...)
+	if _, err := s.Append(ctx, mb, msg, 0, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, s)
+	var rows int
+	if err := s.fts.db.Load().QueryRow("SELECT count(*) FROM vocab").Scan(&rows); err != nil || rows < 2 {
+		t.Fatalf("vocabulary in %d rows (%v), want several", rows, err)
+	}
+	s.Close()
+	s, err = Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(ctx, mb, wordMsg("afterreopen vw011999"), 0, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, s)
+	for _, c := range []struct {
+		needle string
+		want   []uint32
+	}{
+		{"vw000000", []uint32{1}},
+		{"vw011999", []uint32{1, 2}},
+		{"w0119", []uint32{1, 2}}, // inside words, in the last row
+		{"vw0060", []uint32{1}},   // ten words in the middle
+		{"afterreopen", []uint32{2}},
+		{"terreo", []uint32{2}},
+		{"vw012000", nil},
+	} {
+		if got := bodySearch(t, s, mb, c.needle); !slices.Equal(got, c.want) {
+			t.Errorf("%q: got %v, want %v", c.needle, got, c.want)
+		}
+	}
+	var words, inRows int
+	db := s.fts.db.Load()
+	if err := db.QueryRow("SELECT count(*) FROM words").Scan(&words); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("SELECT sum(length(data) - length(replace(data, x'0a', x''))) FROM vocab").Scan(&inRows); err != nil {
+		t.Fatal(err)
+	}
+	if words != inRows {
+		t.Errorf("%d words but %d in the vocabulary rows", words, inRows)
+	}
+}
+
+// TestIndexOldLayoutReplaced: an index.db of the trigram layout is dropped
+// and rebuilt in the new one.
+func TestIndexOldLayoutReplaced(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := ftsInbox(t, s)
+	if _, err := s.Append(context.Background(), mb, wordMsg("pelican"), 0, nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, s)
+	db := s.fts.db.Load()
+	if _, err := db.Exec(`DROP TABLE fts; DROP TABLE words; DROP TABLE vocab;
+		CREATE VIRTUAL TABLE fts USING fts5(terms, content='', contentless_delete=1, tokenize='ascii', detail=none);
+		UPDATE meta SET value = 'fts5 byte-trigram terms ascii detail=none v2' WHERE key = 'layout'`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(dir, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitIndexed(t, s)
+	if got := bodySearch(t, s, mb, "elica"); !slices.Equal(got, []uint32{1}) {
+		t.Errorf("after the rebuild: %v", got)
+	}
+	var layout string
+	if err := s.fts.db.Load().QueryRow("SELECT value FROM meta WHERE key = 'layout'").Scan(&layout); err != nil || layout != ftsLayout {
+		t.Errorf("layout %q (%v)", layout, err)
+	}
+}

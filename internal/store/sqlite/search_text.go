@@ -15,9 +15,10 @@ import (
 	"pimail/internal/store"
 )
 
-// maxQueryTrigrams bounds the trigrams of one full-text query: a long
-// needle is already selective with a few, and verification is exact.
-const maxQueryTrigrams = 24
+// maxOrWords bounds the words of one FTS5 disjunction: a needle found in
+// more words is looked up in several queries (exact) or, when candidates
+// are verified anyway, not used to narrow them.
+const maxOrWords = 500
 
 // textKey identifies one text criterion of a program.
 type textKey struct {
@@ -72,11 +73,11 @@ func (p *searchPlan) collectText(q store.SearchQuery, depth int) error {
 	return nil
 }
 
-// resolveText computes the matching blobs of every text criterion:
-// candidates are the full-text matches among indexed blobs (id <= the
-// high-water mark) plus every blob of the mailbox not indexed yet; each
-// candidate is then verified against its decoded text, because the
-// trigram index (detail=none) answers a superset.
+// resolveText computes the matching blobs of every text criterion. Among
+// indexed blobs (id <= the high-water mark) the full-text index answers a
+// needle without separators exactly; for other criteria it gives
+// candidates, which are verified against their decoded text together
+// with every blob of the mailbox not indexed yet.
 func (p *searchPlan) resolveText(ctx context.Context) error {
 	var crits []*textCrit
 	for _, t := range p.texts {
@@ -100,27 +101,105 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 	for _, t := range crits {
 		t.cand = map[int64]struct{}{}
 		t.match = map[int64]struct{}{}
-		fq := ftsQuery(t.key)
 		var hits map[int64]struct{}
-		if db != nil && fq != "" && hwm > 0 {
-			hits, err = ftsMatch(ctx, db, fq, hwm)
+		exact := false
+		if db != nil && hwm > 0 {
+			hits, exact, err = indexLookup(ctx, db, t.key, hwm)
 			if err != nil {
 				if isCorrupt(err) {
 					p.s.fts.broken.Store(true)
 				}
 				p.s.log.Warn("full-text query failed; reading messages instead", "err", err)
-				hits = nil
+				hits, exact = nil, false
 			}
 		}
 		for _, id := range blobs {
 			if hits == nil || id > hwm {
 				t.cand[id] = struct{}{}
-			} else if _, ok := hits[id]; ok {
+			} else if _, ok := hits[id]; ok && exact {
+				t.match[id] = struct{}{}
+			} else if ok {
 				t.cand[id] = struct{}{}
 			}
 		}
 	}
 	return p.verify(ctx, crits)
+}
+
+// indexLookup asks the full-text index (fts_terms.go) for the blobs up to
+// hwm that may satisfy criterion k. exact says that hits are exactly the
+// matching ones; otherwise they are candidates to verify, and nil hits
+// mean the index cannot narrow the search at all.
+func indexLookup(ctx context.Context, db *sql.DB, k textKey, hwm int64) (hits map[int64]struct{}, exact bool, err error) {
+	col := ""
+	switch k.op {
+	case store.SearchBody:
+		col = "b"
+	case store.SearchHeader:
+		col = "h"
+	}
+	var runs []string
+	if k.op == store.SearchHeader {
+		eachWord(k.field, func(w string) { runs = append(runs, w) })
+	}
+	eachWord(k.needle, func(w string) { runs = append(runs, w) })
+	if len(runs) == 0 {
+		return nil, false, nil
+	}
+	// TEXT and BODY with a needle of word bytes only: exact.
+	exact = k.op != store.SearchHeader && len(runs) == 1 && runs[0] == k.needle
+	words, err := vocabWords(ctx, db, runs)
+	if err != nil {
+		return nil, false, err
+	}
+	hits = map[int64]struct{}{}
+	if exact {
+		for ws := words[0]; len(ws) > 0; ws = ws[min(len(ws), maxOrWords):] {
+			if err := ftsMatch(ctx, db, orTerms(col, ws[:min(len(ws), maxOrWords)]), hwm, hits); err != nil {
+				return nil, false, err
+			}
+		}
+		return hits, true, nil
+	}
+	var and []string
+	for _, ws := range words {
+		switch {
+		case len(ws) == 0:
+			// No indexed text holds this run: nothing matches.
+			return hits, false, nil
+		case len(ws) <= maxOrWords:
+			and = append(and, orTerms(col, ws))
+		}
+	}
+	if len(and) == 0 {
+		return nil, false, nil
+	}
+	if err := ftsMatch(ctx, db, strings.Join(and, " AND "), hwm, hits); err != nil {
+		return nil, false, err
+	}
+	return hits, false, nil
+}
+
+// vocabWords scans the vocabulary once and returns, for each needle, the
+// indexed words that contain it.
+func vocabWords(ctx context.Context, db *sql.DB, needles []string) ([][]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT data FROM vocab")
+	if err != nil {
+		return nil, fmt.Errorf("full-text vocabulary: %w", err)
+	}
+	defer rows.Close()
+	out := make([][]string, len(needles))
+	var data sql.RawBytes // scanVocab copies the words it keeps
+	for rows.Next() {
+		if err := rows.Scan(&data); err != nil {
+			return nil, fmt.Errorf("full-text vocabulary: %w", err)
+		}
+		scanVocab(data, needles, out)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("full-text vocabulary: %w", err)
+	}
+	return out, nil
 }
 
 // mailboxBlobs lists the distinct blobs of the mailbox's messages.
@@ -144,52 +223,25 @@ func (p *searchPlan) mailboxBlobs(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
-// ftsQuery is the FTS5 query of a criterion: the conjunction of the terms
-// of the needle's trigrams (fts_terms.go), and of the field name's for
-// HEADER, which SearchableText writes as "name: value". "" when the index
-// cannot narrow the search (needles shorter than three bytes).
-func ftsQuery(k textKey) string {
-	var terms []string
-	add := func(s string) {
-		grams := needleTerms(s)
-		if len(grams) > maxQueryTrigrams {
-			// Keep an even spread, the first and the last.
-			step := float64(len(grams)-1) / float64(maxQueryTrigrams-1)
-			picked := make([]string, 0, maxQueryTrigrams)
-			for i := range maxQueryTrigrams {
-				picked = append(picked, grams[int(float64(i)*step+0.5)])
-			}
-			grams = picked
-		}
-		terms = append(terms, grams...)
-	}
-	if k.op == store.SearchHeader {
-		add(k.field + ": ")
-	}
-	add(k.needle)
-	return strings.Join(terms, " AND ")
-}
-
-// ftsMatch runs a full-text query on index.db and returns the matching
-// blob ids up to hwm.
-func ftsMatch(ctx context.Context, db *sql.DB, query string, hwm int64) (map[int64]struct{}, error) {
+// ftsMatch runs a full-text query on index.db and adds the matching blob
+// ids up to hwm to hits.
+func ftsMatch(ctx context.Context, db *sql.DB, query string, hwm int64, hits map[int64]struct{}) error {
 	rows, err := db.QueryContext(ctx, "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid <= ?", query, hwm)
 	if err != nil {
-		return nil, fmt.Errorf("full-text query: %w", err)
+		return fmt.Errorf("full-text query: %w", err)
 	}
 	defer rows.Close()
-	hits := map[int64]struct{}{}
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("full-text query: %w", err)
+			return fmt.Errorf("full-text query: %w", err)
 		}
 		hits[id] = struct{}{}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("full-text query: %w", err)
+		return fmt.Errorf("full-text query: %w", err)
 	}
-	return hits, nil
+	return nil
 }
 
 // verify reads every candidate blob once and keeps those whose text
