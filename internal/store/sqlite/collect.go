@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,6 +14,9 @@ import (
 // collectBatch bounds the blobs removed in one write request, so that the
 // collector never holds the write lock for long.
 const collectBatch = 500
+
+// releaseBatch bounds the blob_release rows applied in one write request.
+const releaseBatch = 2000
 
 // orphanInterval is how often the background collector looks for files
 // without rows (crash leftovers), besides once at Open.
@@ -67,6 +71,9 @@ func (s *Store) collector() {
 // first (then the blob is not collected) or finds its file gone in its own
 // transaction and writes it again.
 func (s *Store) collectOnce() error {
+	if err := s.applyReleases(); err != nil {
+		return err
+	}
 	total := 0
 	for range 1000 { // bounded: at most 500k blobs per pass
 		n := 0
@@ -116,6 +123,43 @@ func (s *Store) collectOnce() error {
 	}
 	if total > 0 {
 		s.log.Debug("collected unreferenced blobs", "count", total)
+	}
+	return nil
+}
+
+// applyReleases subtracts the references that expunges dropped
+// (blob_release, see expungeMail) from blobs.refcount, releaseBatch rows
+// per write request, so that collectOnce sees the blobs they left
+// unreferenced. It needs no durable predecessor: it removes no file, and
+// a release lost with its expunge leaves its count as the row it counted.
+func (s *Store) applyReleases() error {
+	for range 1000 { // bounded: at most 2M references per pass
+		n := int64(0)
+		err := s.write(context.Background(), func(w *wtx) error {
+			n = 0
+			last := int64(math.MaxInt64)
+			err := w.queryRow("SELECT rowid FROM blob_release ORDER BY rowid LIMIT 1 OFFSET ?", releaseBatch-1).Scan(&last)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("list blob releases: %w", err)
+			}
+			if _, err := w.exec(`UPDATE blobs SET refcount = refcount - c.n FROM
+				(SELECT blob_id AS id, count(*) AS n FROM blob_release WHERE rowid <= ? GROUP BY blob_id) AS c
+				WHERE blobs.id = c.id`, last); err != nil {
+				return fmt.Errorf("release blobs: %w", err)
+			}
+			res, err := w.exec("DELETE FROM blob_release WHERE rowid <= ?", last)
+			if err != nil {
+				return fmt.Errorf("release blobs: %w", err)
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if n < releaseBatch {
+			return nil
+		}
 	}
 	return nil
 }

@@ -164,7 +164,12 @@ func copyMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, erro
 // MODSEQ (RFC 7162 §3.2.10 VANISHED needs them) and releases the blobs.
 // Each step is one statement over all rows (the UIDs and blob IDs passed
 // as JSON arrays), so that SQLite journals every page it changes once per
-// expunge rather than once per message.
+// expunge rather than once per message. Two costs per message are kept
+// out of it (schema step 8): the account's used_bytes drops by one sum
+// over the rows (usage_hold suspends the per-row trigger for the
+// mailbox), and the blob reference counts drop in the background
+// (blob_release, applied by the collector), so the expunge appends a few
+// pages instead of rewriting one blobs row per message.
 func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 	if len(rows) == 0 {
 		return nil
@@ -179,15 +184,25 @@ func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 		uids[i], blobs[i] = int64(r.uid), r.blobID
 	}
 	uj, bj := jsonInts(uids), jsonInts(blobs)
+	// Quota (RFC 9208): one row per message, so a blob held twice counts twice.
+	if _, err := w.exec(`UPDATE accounts SET used_bytes = used_bytes -
+		(SELECT coalesce(sum(b.size), 0) FROM json_each(?) AS j JOIN blobs b ON b.id = j.value)
+		WHERE id = ?`, bj, mb.AccountID); err != nil {
+		return fmt.Errorf("expunge: account usage: %w", err)
+	}
+	if _, err := w.exec("INSERT INTO usage_hold (mailbox_id) VALUES (?)", mb.ID); err != nil {
+		return fmt.Errorf("expunge: %w", err)
+	}
 	if _, err := w.exec("DELETE FROM mail WHERE mailbox_id = ? AND uid IN (SELECT value FROM json_each(?))", mb.ID, uj); err != nil {
+		return fmt.Errorf("expunge: %w", err)
+	}
+	if _, err := w.exec("DELETE FROM usage_hold WHERE mailbox_id = ?", mb.ID); err != nil {
 		return fmt.Errorf("expunge: %w", err)
 	}
 	if _, err := w.exec("INSERT OR REPLACE INTO expunged (mailbox_id, uid, modseq) SELECT ?, value, ? FROM json_each(?)", mb.ID, ms, uj); err != nil {
 		return fmt.Errorf("expunge tombstones: %w", err)
 	}
-	if _, err := w.exec(`UPDATE blobs SET refcount = refcount - c.n FROM
-		(SELECT value AS id, count(*) AS n FROM json_each(?) GROUP BY value) AS c
-		WHERE blobs.id = c.id`, bj); err != nil {
+	if _, err := w.exec("INSERT INTO blob_release (blob_id) SELECT value FROM json_each(?)", bj); err != nil {
 		return fmt.Errorf("expunge: release blobs: %w", err)
 	}
 	if err := pruneTombstones(w, mb.ID); err != nil {

@@ -273,6 +273,30 @@ CREATE TRIGGER blobs_delete_narrow AFTER DELETE ON blobs BEGIN
 	DELETE FROM blob_data WHERE blob_id = OLD.id;
 END;
 `,
+	// 8: a cheaper EXPUNGE (mutate.go's expungeMail). blob_release holds
+	// one row per blob reference an expunge dropped, and the collector
+	// subtracts them from blobs.refcount in the background
+	// (collect.go's applyReleases) instead of the expunge rewriting one
+	// blobs row per message; blobs.refcount counts them until then.
+	// usage_hold names the mailboxes whose deleted mail rows the
+	// deleting statement accounts for in accounts.used_bytes itself, with
+	// one sum over all of them: mail_usage_delete skips their rows
+	// instead of running once per row. It is only ever non-empty inside
+	// a write transaction.
+	`
+CREATE TABLE blob_release (
+	blob_id INTEGER NOT NULL -- blobs.id, one row per reference to drop
+);
+CREATE TABLE usage_hold (
+	mailbox_id INTEGER PRIMARY KEY
+);
+DROP TRIGGER mail_usage_delete;
+CREATE TRIGGER mail_usage_delete AFTER DELETE ON mail
+WHEN NOT EXISTS (SELECT 1 FROM usage_hold WHERE mailbox_id = OLD.mailbox_id) BEGIN
+	UPDATE accounts SET used_bytes = used_bytes - (SELECT size FROM blobs WHERE id = OLD.blob_id)
+	WHERE id = (SELECT account_id FROM mailboxes WHERE id = OLD.mailbox_id);
+END;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

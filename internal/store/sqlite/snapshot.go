@@ -76,6 +76,9 @@ func (s *Store) Snapshot(ctx context.Context, dir string, opts SnapshotOptions) 
 		return st, fmt.Errorf("snapshot: create %s: %w", bdir, err)
 	}
 	h := &holder{src: s.blobDir, dst: bdir, copy: opts.Copy, held: map[string]int64{}}
+	if err := s.applyReleases(); err != nil { // expunged references count no more (collect.go)
+		return st, fmt.Errorf("snapshot: %w", err)
+	}
 
 	// Step 1, outside any lock: hold everything referenced right now.
 	live, err := s.liveBlobs(ctx)

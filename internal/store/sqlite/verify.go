@@ -179,7 +179,16 @@ func readBlobRows(ctx context.Context, db *sql.DB, rep *VerifyReport) ([]verifyB
 	}
 	defer tx.Rollback()
 	var blobs []verifyBlob
-	rows, err := tx.QueryContext(ctx, "SELECT id, sha256, size, refcount FROM blobs ORDER BY id")
+	q := "SELECT id, sha256, size, refcount FROM blobs ORDER BY id"
+	var releases bool // schema 8: references expunges dropped, not yet subtracted (collect.go)
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'blob_release'").Scan(&releases); err != nil {
+		return nil, fmt.Errorf("verify: look up blob_release: %w", err)
+	}
+	if releases {
+		q = `SELECT b.id, b.sha256, b.size, b.refcount - coalesce(r.n, 0) FROM blobs b
+			LEFT JOIN (SELECT blob_id, count(*) AS n FROM blob_release GROUP BY blob_id) r ON r.blob_id = b.id ORDER BY b.id`
+	}
+	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("verify: list blobs: %w", err)
 	}
