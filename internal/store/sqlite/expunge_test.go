@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -205,4 +207,60 @@ func TestReleaseBatches(t *testing.T) {
 		}
 	}
 	verifyClean(t, s.Dir())
+}
+
+// TestUIDExpungeSets: UID EXPUNGE (RFC 4315 §2.1) removes exactly the
+// messages both in the set and flagged \Deleted, whether the set is small
+// enough for one DELETE (up to 32 ranges) or listed first.
+func TestUIDExpungeSets(t *testing.T) {
+	for _, ranges := range []int{3, 40} {
+		t.Run(fmt.Sprint(ranges), func(t *testing.T) {
+			s := openTest(t)
+			ctx := context.Background()
+			a := mustAccount(t, s, "u@example.org")
+			ds := deliverN(t, s, a, 0, 100)
+			mb := ds[0].MailboxID
+			var odd store.UIDSet
+			for i := 1; i < 100; i += 2 {
+				odd = append(odd, store.UIDRange{Start: ds[i].UID, Stop: ds[i].UID})
+			}
+			if _, err := s.StoreFlags(ctx, mb, odd, store.FlagsAdd, store.FlagDeleted, nil); err != nil {
+				t.Fatal(err)
+			}
+			// Ranges of two messages each, every other pair: [0,1], [4,5], ...
+			var set store.UIDSet
+			var want []uint32
+			for r := 0; r < ranges; r++ {
+				i := 4 * r % 100
+				set = append(set, store.UIDRange{Start: ds[i].UID, Stop: ds[i+1].UID})
+				if !slices.Contains(want, ds[i+1].UID) {
+					want = append(want, ds[i+1].UID)
+				}
+			}
+			slices.Sort(want)
+			got, err := s.Expunge(ctx, mb, set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("expunged %v, want %v", got, want)
+			}
+			left, err := s.Fetch(ctx, mb, nil, store.FetchOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) != 100-len(want) {
+				t.Errorf("%d messages left, want %d", len(left), 100-len(want))
+			}
+			var size int64
+			for i, d := range ds {
+				if !slices.Contains(want, d.UID) {
+					size += int64(len(testMsg(i)))
+				}
+			}
+			if _, used, err := s.Quota(ctx, a.ID); err != nil || used != size {
+				t.Errorf("used %d, %v; want %d", used, err, size)
+			}
+		})
+	}
 }

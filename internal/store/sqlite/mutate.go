@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"pimail/internal/store"
@@ -174,6 +176,40 @@ func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	uids := make([]int64, len(rows))
+	for i, r := range rows {
+		uids[i] = int64(r.uid)
+	}
+	if err := holdUsage(w, mb.ID, true); err != nil {
+		return err
+	}
+	if _, err := w.exec("DELETE FROM mail WHERE mailbox_id = ? AND uid IN (SELECT value FROM json_each(?))", mb.ID, jsonInts(uids)); err != nil {
+		return fmt.Errorf("expunge: %w", err)
+	}
+	if err := holdUsage(w, mb.ID, false); err != nil {
+		return err
+	}
+	return expunged(w, mb, rows)
+}
+
+// holdUsage suspends (or resumes) the per-row usage trigger for the
+// mailbox's deleted rows (schema step 8): the caller accounts for them
+// with expunged.
+func holdUsage(w *wtx, mailboxID int64, hold bool) error {
+	q := "INSERT INTO usage_hold (mailbox_id) VALUES (?)"
+	if !hold {
+		q = "DELETE FROM usage_hold WHERE mailbox_id = ?"
+	}
+	if _, err := w.exec(q, mailboxID); err != nil {
+		return fmt.Errorf("expunge: usage hold: %w", err)
+	}
+	return nil
+}
+
+// expunged does the rest of an expunge once the rows (ascending UID) are
+// deleted under a usage hold: the account's usage, the tombstones with a
+// new MODSEQ, the blob releases, the change event.
+func expunged(w *wtx, mb store.Mailbox, rows []mailRow) error {
 	ms, err := nextModSeq(w, mb.ID)
 	if err != nil {
 		return err
@@ -190,15 +226,6 @@ func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 		WHERE id = ?`, bj, mb.AccountID); err != nil {
 		return fmt.Errorf("expunge: account usage: %w", err)
 	}
-	if _, err := w.exec("INSERT INTO usage_hold (mailbox_id) VALUES (?)", mb.ID); err != nil {
-		return fmt.Errorf("expunge: %w", err)
-	}
-	if _, err := w.exec("DELETE FROM mail WHERE mailbox_id = ? AND uid IN (SELECT value FROM json_each(?))", mb.ID, uj); err != nil {
-		return fmt.Errorf("expunge: %w", err)
-	}
-	if _, err := w.exec("DELETE FROM usage_hold WHERE mailbox_id = ?", mb.ID); err != nil {
-		return fmt.Errorf("expunge: %w", err)
-	}
 	if _, err := w.exec("INSERT OR REPLACE INTO expunged (mailbox_id, uid, modseq) SELECT ?, value, ? FROM json_each(?)", mb.ID, ms, uj); err != nil {
 		return fmt.Errorf("expunge tombstones: %w", err)
 	}
@@ -210,6 +237,50 @@ func expungeMail(w *wtx, mb store.Mailbox, rows []mailRow) error {
 	}
 	w.publish(mb.AccountID, mb.ID)
 	return nil
+}
+
+// expungeFlagged is expungeMail for the rows with FlagDeleted in uids (all
+// when empty), found and deleted by one statement; the rows go in
+// ascending UID. uidSetSQL is exact only up to 32 ranges: beyond, the
+// rows are listed first (deletedRows) and deleted by UID.
+func expungeFlagged(w *wtx, mb store.Mailbox, uids store.UIDSet) ([]mailRow, error) {
+	if len(uids) > 32 {
+		rows, err := deletedRows(w, mb.ID, uids)
+		if err != nil {
+			return nil, err
+		}
+		return rows, expungeMail(w, mb, rows)
+	}
+	if err := holdUsage(w, mb.ID, true); err != nil {
+		return nil, err
+	}
+	cond, args := uidSetSQL("uid", uids)
+	q := fmt.Sprintf("DELETE FROM mail WHERE mailbox_id = ? AND flags & %d <> 0 AND ", store.FlagDeleted) + cond + " RETURNING uid, blob_id"
+	rs, err := w.query(q, append([]any{mb.ID}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("expunge: %w", err)
+	}
+	var out []mailRow
+	for rs.Next() {
+		r := mailRow{flags: store.FlagDeleted}
+		if err := rs.Scan(&r.uid, &r.blobID); err != nil {
+			rs.Close()
+			return nil, fmt.Errorf("expunge: %w", err)
+		}
+		out = append(out, r)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("expunge: %w", err)
+	}
+	if err := holdUsage(w, mb.ID, false); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(out, func(a, b mailRow) int { return cmp.Compare(a.uid, b.uid) })
+	return out, expunged(w, mb, out)
 }
 
 // tombstoneLimit bounds the expunge tombstones kept per mailbox: beyond
@@ -350,14 +421,14 @@ func (s *Store) Expunge(ctx context.Context, mailboxID int64, uids store.UIDSet)
 		if err != nil {
 			return err
 		}
-		del, err := deletedRows(w, mailboxID, uids)
+		del, err := expungeFlagged(w, mb, uids)
 		if err != nil {
 			return err
 		}
 		for _, r := range del {
 			out = append(out, r.uid)
 		}
-		return expungeMail(w, mb, del)
+		return nil
 	})
 	if err == nil && len(out) > 0 {
 		s.kickCollector()
