@@ -1,11 +1,13 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +52,7 @@ func sqlText(v driver.Value) string {
 // index (search_text.go).
 func (s *Store) Search(ctx context.Context, mailboxID int64, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
-	tx, _, err := s.readTx(ctx, mailboxID)
+	tx, mb, err := s.readTx(ctx, mailboxID)
 	if err != nil {
 		return res, err
 	}
@@ -67,31 +69,87 @@ func (s *Store) Search(ctx context.Context, mailboxID int64, q store.SearchQuery
 		return res, err
 	}
 	from := "mail m"
+	if t := p.drivingText(q, 0); t != nil && uint64(len(t.match))*8 < uint64(mb.UIDNext) {
+		// Few matches: find their rows through the index on blob_id
+		// instead of reading every row of the mailbox (0.4 µs each).
+		from = "mail m INDEXED BY mail_blob"
+	}
 	if c.needBlob {
 		from += " JOIN blobs b ON b.id = m.blob_id"
 	}
 	if c.needAddrs {
 		from += " LEFT JOIN blob_addrs a ON a.blob_id = m.blob_id"
 	}
+	// One row: the pairs as text, since the driver costs about 2 µs for
+	// every row it returns (see fetch_agg.go) and a common word's search
+	// returns thousands.
 	args := append([]any{mailboxID}, c.args...)
-	rows, err := tx.QueryContext(ctx, "SELECT m.uid, m.modseq FROM "+from+" WHERE m.mailbox_id = ? AND ("+c.sb.String()+") ORDER BY m.uid", args...)
+	var pairs string
+	err = tx.QueryRowContext(ctx, "SELECT coalesce(group_concat(m.uid || ' ' || m.modseq, ' '), '') FROM "+from+
+		" WHERE m.mailbox_id = ? AND ("+c.sb.String()+")", args...).Scan(&pairs)
 	if err != nil {
 		return res, fmt.Errorf("sqlite store: search mailbox %d: %w", mailboxID, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var uid uint32
-		var ms uint64
-		if err := rows.Scan(&uid, &ms); err != nil {
-			return res, fmt.Errorf("sqlite store: search mailbox %d: %w", mailboxID, err)
-		}
-		res.UIDs = append(res.UIDs, uid)
-		res.ModSeqs = append(res.ModSeqs, ms)
-	}
-	if err := rows.Err(); err != nil {
+	if res, err = parsePairs(pairs); err != nil {
 		return res, fmt.Errorf("sqlite store: search mailbox %d: %w", mailboxID, err)
 	}
 	return res, nil
+}
+
+// parsePairs reads "uid modseq uid modseq ..." into a result in UID order.
+func parsePairs(s string) (store.SearchResult, error) {
+	var res store.SearchResult
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return res, nil
+	}
+	if len(f)%2 != 0 {
+		return res, fmt.Errorf("odd search result %q", s)
+	}
+	type pair struct {
+		uid uint32
+		ms  uint64
+	}
+	ps := make([]pair, len(f)/2)
+	for i := range ps {
+		u, err1 := strconv.ParseUint(f[2*i], 10, 32)
+		m, err2 := strconv.ParseUint(f[2*i+1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return res, fmt.Errorf("bad search result pair %q %q", f[2*i], f[2*i+1])
+		}
+		ps[i] = pair{uint32(u), m}
+	}
+	slices.SortFunc(ps, func(a, b pair) int { return cmp.Compare(a.uid, b.uid) })
+	res.UIDs = make([]uint32, len(ps))
+	res.ModSeqs = make([]uint64, len(ps))
+	for i, p := range ps {
+		res.UIDs[i], res.ModSeqs[i] = p.uid, p.ms
+	}
+	return res, nil
+}
+
+// drivingText returns the text criterion with the fewest matches among
+// those that every result must satisfy (q itself or the operands of
+// top-level ANDs), once resolved; nil if there is none.
+func (p *searchPlan) drivingText(q store.SearchQuery, depth int) *textCrit {
+	switch q.Op {
+	case store.SearchHeader, store.SearchBody, store.SearchText:
+		if t := p.texts[keyOf(q)]; t != nil && !t.all && len(t.match) > 0 {
+			return t
+		}
+	case store.SearchAnd:
+		if depth > maxSearchDepth {
+			return nil
+		}
+		var best *textCrit
+		for _, ch := range q.Children {
+			if t := p.drivingText(ch, depth+1); t != nil && (best == nil || len(t.match) < len(best.match)) {
+				best = t
+			}
+		}
+		return best
+	}
+	return nil
 }
 
 // searchPlan is the state of one Search.

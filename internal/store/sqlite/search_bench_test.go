@@ -1,0 +1,81 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"pimail/internal/store"
+)
+
+// BenchmarkSearchTextMbox times SEARCH TEXT over a real mailbox from an
+// mbox file: PIMAIL_BENCH_MBOX=../../../../shared/corpus/mailbox/mailbox-21k.mbox
+// go test -run X -bench SearchTextMbox ./internal/store/sqlite/
+// (words in PIMAIL_BENCH_WORDS, space-separated; default: aligned will).
+func BenchmarkSearchTextMbox(b *testing.B) {
+	path := os.Getenv("PIMAIL_BENCH_MBOX")
+	if path == "" {
+		b.Skip("PIMAIL_BENCH_MBOX not set")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(b.TempDir(), testOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	mb := ftsInbox(&testing.T{}, s)
+	ctx := context.Background()
+	var batch []store.AppendMessage
+	flush := func() {
+		if len(batch) > 0 {
+			if _, err := s.AppendBatch(ctx, mb, batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	for _, m := range bytes.Split(data, []byte("\nFrom ")) {
+		if i := bytes.IndexByte(m, '\n'); i >= 0 && i+1 < len(m) {
+			batch = append(batch, store.AppendMessage{Raw: m[i+1:]})
+			if len(batch) == 100 {
+				flush()
+			}
+		}
+	}
+	flush()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := s.WaitIndexed(wctx); err != nil {
+		b.Fatal(err)
+	}
+	words := []string{"aligned", "will"}
+	if w := os.Getenv("PIMAIL_BENCH_WORDS"); w != "" {
+		words = bytes2strings(bytes.Fields([]byte(w)))
+	}
+	for _, w := range words {
+		b.Run(w, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				res, err := s.Search(ctx, mb, store.SearchQuery{Op: store.SearchText, Text: w})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = len(res.UIDs)
+			}
+			b.ReportMetric(float64(n), "matches")
+		})
+	}
+}
+
+func bytes2strings(f [][]byte) []string {
+	out := make([]string, len(f))
+	for i, x := range f {
+		out[i] = string(x)
+	}
+	return out
+}
