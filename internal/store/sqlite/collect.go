@@ -128,10 +128,12 @@ func (s *Store) collectOnce() error {
 }
 
 // applyReleases subtracts the references that expunges dropped
-// (blob_release, see expungeMail) from blobs.refcount, releaseBatch rows
-// per write request, so that collectOnce sees the blobs they left
-// unreferenced. It needs no durable predecessor: it removes no file, and
-// a release lost with its expunge leaves its count as the row it counted.
+// (blob_release, written by expunged in mutate.go, schema step 8) from
+// blobs.refcount, releaseBatch rows per write request, so that the
+// collection that follows sees the blobs they left unreferenced. It
+// removes no file, so it needs no durable predecessor: a relaxed expunge
+// lost to a power failure loses its release rows with its deletions, and
+// its commit durably orders after every expunge it applies.
 func (s *Store) applyReleases() error {
 	for range 1000 { // bounded: at most 2M references per pass
 		n := int64(0)
