@@ -31,6 +31,7 @@ func BenchmarkSearchTextMbox(b *testing.B) {
 	mb := ftsInbox(&testing.T{}, s)
 	ctx := context.Background()
 	var batch []store.AppendMessage
+	n := 0
 	flush := func() {
 		if len(batch) > 0 {
 			if _, err := s.AppendBatch(ctx, mb, batch); err != nil {
@@ -42,6 +43,7 @@ func BenchmarkSearchTextMbox(b *testing.B) {
 	for _, m := range bytes.Split(data, []byte("\nFrom ")) {
 		if i := bytes.IndexByte(m, '\n'); i >= 0 && i+1 < len(m) {
 			batch = append(batch, store.AppendMessage{Raw: m[i+1:]})
+			n++
 			if len(batch) == 100 {
 				flush()
 			}
@@ -50,9 +52,17 @@ func BenchmarkSearchTextMbox(b *testing.B) {
 	flush()
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	t0 := time.Now()
 	if err := s.WaitIndexed(wctx); err != nil {
 		b.Fatal(err)
 	}
+	idx, mail, err := s.IndexSize(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The indexer starts when the load ends (it steps aside for batches).
+	b.Logf("%d messages indexed in %v after the load; index.db %.1f MB, %.0f %% of the mail",
+		n, time.Since(t0).Round(time.Millisecond), float64(idx)/1e6, 100*float64(idx)/float64(mail))
 	words := []string{"aligned", "will"}
 	if w := os.Getenv("PIMAIL_BENCH_WORDS"); w != "" {
 		words = bytes2strings(bytes.Fields([]byte(w)))
