@@ -82,6 +82,9 @@ type ftsIndex struct {
 	words   wordSet
 	chunkID int64
 	chunk   []byte
+
+	// vocab is the searches' copy of the vocabulary (fts_terms.go).
+	vocab vocabCache
 }
 
 func newFTSIndex(dir string) *ftsIndex {

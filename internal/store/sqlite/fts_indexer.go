@@ -89,6 +89,7 @@ func (s *Store) indexer() {
 		case <-s.ctx.Done():
 			return false
 		case <-tick.C:
+			ix.vocab.dropIdle()
 		case <-ix.kick:
 			kicked = true
 		}

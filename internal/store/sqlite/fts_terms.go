@@ -2,7 +2,12 @@ package sqlite
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
 	"strings"
+	"sync"
+	"time"
 )
 
 // The full-text index stores, for each blob, the distinct words of its
@@ -94,6 +99,73 @@ func scanVocab(data []byte, needles []string, out [][]string) {
 			out[i] = append(out[i], string(data[start:end]))
 			off = end + 1
 		}
+	}
+}
+
+// vocabCache keeps the vocabulary rows that no longer change (every row
+// but the last: the indexer only appends to the last row and starts new
+// ones) between searches, so that a search reads one row of at most
+// vocabChunk bytes from index.db instead of all of them (2.6 MB for the
+// 21k mailbox, 2–3 ms). The indexer drops it after vocabIdle without a
+// search.
+type vocabCache struct {
+	mu   sync.Mutex
+	db   *sql.DB  // the handle the rows came from (a rebuilt index is another)
+	rows [][]byte // rows 1..len(rows)
+	used time.Time
+}
+
+const vocabIdle = 2 * time.Minute
+
+// words scans the vocabulary once and returns, for each needle, the
+// indexed words that contain it.
+func (c *vocabCache) words(ctx context.Context, db *sql.DB, needles []string) ([][]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.db != db {
+		c.db, c.rows = db, nil
+	}
+	c.used = time.Now()
+	rows, err := db.QueryContext(ctx, "SELECT id, data FROM vocab WHERE id > ? ORDER BY id", len(c.rows))
+	if err != nil {
+		return nil, fmt.Errorf("full-text vocabulary: %w", err)
+	}
+	defer rows.Close()
+	var fresh [][]byte
+	for rows.Next() {
+		var id int64
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			return nil, fmt.Errorf("full-text vocabulary: %w", err)
+		}
+		if id != int64(len(c.rows)+len(fresh)+1) {
+			return nil, fmt.Errorf("full-text vocabulary: row %d after %d", id, len(c.rows)+len(fresh))
+		}
+		fresh = append(fresh, data)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("full-text vocabulary: %w", err)
+	}
+	if len(fresh) > 1 {
+		c.rows = append(c.rows, fresh[:len(fresh)-1]...)
+		fresh = fresh[len(fresh)-1:]
+	}
+	out := make([][]string, len(needles))
+	for _, data := range c.rows {
+		scanVocab(data, needles, out)
+	}
+	for _, data := range fresh {
+		scanVocab(data, needles, out)
+	}
+	return out, nil
+}
+
+// dropIdle forgets the cached rows when no search used them for a while.
+func (c *vocabCache) dropIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rows != nil && time.Since(c.used) > vocabIdle {
+		c.db, c.rows = nil, nil
 	}
 }
 

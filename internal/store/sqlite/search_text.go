@@ -105,7 +105,7 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 		var hits map[int64]struct{}
 		exact := false
 		if db != nil && hwm > 0 {
-			hits, exact, err = indexLookup(ctx, db, t.key, hwm)
+			hits, exact, err = p.s.fts.lookup(ctx, db, t.key, hwm)
 			if err != nil {
 				if isCorrupt(err) {
 					p.s.fts.broken.Store(true)
@@ -146,11 +146,11 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 	return p.verify(ctx, crits)
 }
 
-// indexLookup asks the full-text index (fts_terms.go) for the blobs up to
+// lookup asks the full-text index (fts_terms.go) for the blobs up to
 // hwm that may satisfy criterion k. exact says that hits are exactly the
 // matching ones; otherwise they are candidates to verify, and nil hits
 // mean the index cannot narrow the search at all.
-func indexLookup(ctx context.Context, db *sql.DB, k textKey, hwm int64) (hits map[int64]struct{}, exact bool, err error) {
+func (ix *ftsIndex) lookup(ctx context.Context, db *sql.DB, k textKey, hwm int64) (hits map[int64]struct{}, exact bool, err error) {
 	col := ""
 	switch k.op {
 	case store.SearchBody:
@@ -168,7 +168,7 @@ func indexLookup(ctx context.Context, db *sql.DB, k textKey, hwm int64) (hits ma
 	}
 	// TEXT and BODY with a needle of word bytes only: exact.
 	exact = k.op != store.SearchHeader && len(runs) == 1 && runs[0] == k.needle
-	words, err := vocabWords(ctx, db, runs)
+	words, err := ix.vocab.words(ctx, db, runs)
 	if err != nil {
 		return nil, false, err
 	}
@@ -198,28 +198,6 @@ func indexLookup(ctx context.Context, db *sql.DB, k textKey, hwm int64) (hits ma
 		return nil, false, err
 	}
 	return hits, false, nil
-}
-
-// vocabWords scans the vocabulary once and returns, for each needle, the
-// indexed words that contain it.
-func vocabWords(ctx context.Context, db *sql.DB, needles []string) ([][]string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT data FROM vocab")
-	if err != nil {
-		return nil, fmt.Errorf("full-text vocabulary: %w", err)
-	}
-	defer rows.Close()
-	out := make([][]string, len(needles))
-	var data sql.RawBytes // scanVocab copies the words it keeps
-	for rows.Next() {
-		if err := rows.Scan(&data); err != nil {
-			return nil, fmt.Errorf("full-text vocabulary: %w", err)
-		}
-		scanVocab(data, needles, out)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("full-text vocabulary: %w", err)
-	}
-	return out, nil
 }
 
 // blobsAbove lists the blobs of the mailbox's messages with an id above
