@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,21 +17,20 @@ import (
 )
 
 // The expunge benchmarks work on a mailbox of expungeBenchSize messages,
-// loaded once per process into a template data directory that every
-// iteration copies (an expunge is destructive). PIMAIL_EXPUNGE_MBOX names
+// loaded once per benchmark (b.Loop runs the function once) into a
+// template data directory that every iteration copies (an expunge is
+// destructive); both go with the benchmark's temporary directory. PIMAIL_EXPUNGE_MBOX names
 // an mbox file to load instead of the synthetic messages, e.g.
 //
 //	PIMAIL_EXPUNGE_MBOX=$PWD/../shared/corpus/mailbox/mailbox-21k.mbox \
 //	  go test -run XXX -bench Expunge -benchtime 5x ./internal/store/sqlite/
 const expungeBenchSize = 21000
 
-var expungeTemplate struct {
-	once    sync.Once
+type expungeTemplate struct {
 	dir     string
 	account int64
 	mailbox int64
 	uids    []uint32
-	err     error
 }
 
 // expungeBenchMsg is a message of a few KB with the header fields a real
@@ -68,19 +66,14 @@ func mboxMessages(path string) ([][]byte, error) {
 	return out, nil
 }
 
-func buildExpungeTemplate() {
-	t := &expungeTemplate
-	dir, err := os.MkdirTemp("", "pimail-expunge-bench")
-	if err != nil {
-		t.err = err
-		return
-	}
-	t.dir = dir
+// buildExpungeTemplate loads the mailbox into a store in dir and closes it.
+func buildExpungeTemplate(dir string) (*expungeTemplate, error) {
+	t := &expungeTemplate{dir: dir}
 	var msgs [][]byte
 	if p := os.Getenv("PIMAIL_EXPUNGE_MBOX"); p != "" {
+		var err error
 		if msgs, err = mboxMessages(p); err != nil {
-			t.err = err
-			return
+			return nil, err
 		}
 	} else {
 		for i := range expungeBenchSize {
@@ -89,31 +82,22 @@ func buildExpungeTemplate() {
 	}
 	s, err := Open(dir, testOptions())
 	if err != nil {
-		t.err = err
-		return
+		return nil, err
 	}
 	defer s.Close()
 	ctx := context.Background()
 	if _, err := s.AddDomain(ctx, "example.org"); err != nil {
-		t.err = err
-		return
+		return nil, err
 	}
 	a, err := s.AddAccount(ctx, "u@example.org", "h")
 	if err != nil {
-		t.err = err
-		return
+		return nil, err
 	}
 	mb, err := s.Mailbox(ctx, a.ID, "INBOX")
 	if err != nil {
-		t.err = err
-		return
+		return nil, err
 	}
 	t.account, t.mailbox = a.ID, mb.ID
-	defer func() {
-		if t.err == nil {
-			t.err = s.WaitIndexed(ctx) // no indexing in the measured copies
-		}
-	}()
 	for lo := 0; lo < len(msgs); lo += 100 {
 		batch := make([]store.AppendMessage, 0, 100)
 		for _, m := range msgs[lo:min(lo+100, len(msgs))] {
@@ -121,13 +105,14 @@ func buildExpungeTemplate() {
 		}
 		ds, err := s.AppendBatch(ctx, mb.ID, batch)
 		if err != nil {
-			t.err = err
-			return
+			return nil, err
 		}
 		for _, d := range ds {
 			t.uids = append(t.uids, d.UID)
 		}
 	}
+	// No indexing in the measured copies.
+	return t, s.WaitIndexed(ctx)
 }
 
 // copyTree copies the regular files under src to dst.
@@ -168,10 +153,9 @@ func copyTree(dst, src string) error {
 // seeded random choice as bench/imapbench) and times Expunge, then the
 // Changes an IMAP session reads after it.
 func benchExpunge(b *testing.B, share float64) {
-	t := &expungeTemplate
-	t.once.Do(buildExpungeTemplate)
-	if t.err != nil {
-		b.Fatal(t.err)
+	t, err := buildExpungeTemplate(filepath.Join(b.TempDir(), "template"))
+	if err != nil {
+		b.Fatal(err)
 	}
 	ctx := context.Background()
 	uids := slices.Clone(t.uids)
@@ -188,10 +172,11 @@ func benchExpunge(b *testing.B, share float64) {
 		sets = append(sets, set)
 	}
 	var exp, chg float64
-	b.ResetTimer()
-	for range b.N {
+	n := 0
+	for b.Loop() {
 		b.StopTimer()
-		dir := b.TempDir()
+		n++
+		dir := filepath.Join(b.TempDir(), fmt.Sprint("copy", n))
 		if err := copyTree(dir, t.dir); err != nil {
 			b.Fatal(err)
 		}
@@ -227,9 +212,13 @@ func benchExpunge(b *testing.B, share float64) {
 		exp += float64(t1.Sub(t0))
 		chg += float64(t2.Sub(t1))
 		s.Close()
+		if err := os.RemoveAll(dir); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
-	b.ReportMetric(exp/float64(b.N)/1e6, "expunge-ms")
-	b.ReportMetric(chg/float64(b.N)/1e6, "changes-ms")
+	b.ReportMetric(exp/float64(n)/1e6, "expunge-ms")
+	b.ReportMetric(chg/float64(n)/1e6, "changes-ms")
 }
 
 func BenchmarkExpunge1(b *testing.B)  { benchExpunge(b, 0.01) }
