@@ -85,6 +85,8 @@ type ftsIndex struct {
 
 	// vocab is the searches' copy of the vocabulary (fts_terms.go).
 	vocab vocabCache
+	// optimized counts optimizeIndex runs.
+	optimized atomic.Int64
 }
 
 func newFTSIndex(dir string) *ftsIndex {

@@ -45,6 +45,10 @@ const (
 	indexMaxDelay = 5 * time.Second
 )
 
+// indexOptimizeMin is the fewest newly indexed blobs after which the
+// indexer optimizes the index (optimizeIndex); a variable for tests.
+var indexOptimizeMin int64 = 1000
+
 // startIndexer starts the background indexer goroutine (part of s.wg).
 func (s *Store) startIndexer() {
 	s.fts = newFTSIndex(s.dir)
@@ -81,6 +85,7 @@ func (s *Store) indexer() {
 	tick := time.NewTicker(indexPoll)
 	defer tick.Stop()
 	dirty := false             // batches written since the last checkpoint
+	var sinceOptimize int64    // blob ids indexed since the last optimize
 	var behind time.Time       // when the indexer last started deferring, zero when caught up
 	var pendingSince time.Time // when blobs were first seen pending, zero when caught up
 	kicked := false            // WaitIndexed wants the pending blobs indexed now
@@ -127,8 +132,9 @@ func (s *Store) indexer() {
 		}
 		h0 := ix.hwm.Load()
 		more, err := s.indexOnce(s.ctx)
-		if ix.hwm.Load() != h0 {
+		if h := ix.hwm.Load(); h != h0 {
 			dirty = true
+			sinceOptimize += max(0, h-h0)
 		}
 		if err != nil {
 			if s.ctx.Err() != nil {
@@ -152,6 +158,10 @@ func (s *Store) indexer() {
 			// the index's, not the index's plus a burst of batches.
 			dirty = false
 			if db := ix.db.Load(); db != nil {
+				if sinceOptimize >= max(indexOptimizeMin, ix.hwm.Load()/10) {
+					sinceOptimize = 0
+					s.optimizeIndex(db)
+				}
 				if _, err := db.ExecContext(s.ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil && s.ctx.Err() == nil {
 					s.log.Debug("full-text index checkpoint", "err", err)
 				}
@@ -161,6 +171,26 @@ func (s *Store) indexer() {
 			return
 		}
 	}
+}
+
+// optimizeIndex merges the index's segments into one. Every batch writes
+// a segment and FTS5 merges them only part of the way; a search asks each
+// segment for each word, so after a bulk load a word in a quarter of the
+// 21k mailbox's messages took 24 instead of 17 ms, and a needle found in
+// 40,000 words 360 instead of 150 ms. It rewrites the whole index (1 s
+// for the 21k mailbox's 26 MB here), so the indexer runs it when it has
+// caught up after indexing at least indexOptimizeMin blobs and a tenth
+// of the index. Searches meanwhile read the index as it was (WAL).
+func (s *Store) optimizeIndex(db *sql.DB) {
+	t0 := time.Now()
+	if _, err := db.ExecContext(s.ctx, "INSERT INTO fts (fts) VALUES ('optimize')"); err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn("full-text index optimize", "err", err)
+		}
+		return
+	}
+	s.fts.optimized.Add(1)
+	s.log.Debug("full-text index optimized", "took", time.Since(t0))
 }
 
 // rebuildIndex replaces a corrupt index file with an empty one; the

@@ -236,6 +236,38 @@ func TestIndexVocabularyRows(t *testing.T) {
 	}
 }
 
+// TestIndexOptimized: after a load the indexer merges the index into one
+// segment; searches are right before and after.
+func TestIndexOptimized(t *testing.T) {
+	old := indexOptimizeMin
+	indexOptimizeMin = 20
+	defer func() { indexOptimizeMin = old }()
+	s := openTest(t)
+	mb := ftsInbox(t, s)
+	ctx := context.Background()
+	var msgs []store.AppendMessage
+	for i := range 30 {
+		msgs = append(msgs, store.AppendMessage{Raw: wordMsg(fmt.Sprintf("heron%02d", i))})
+	}
+	if _, err := s.AppendBatch(ctx, mb, msgs); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, s)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.fts.optimized.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s.fts.optimized.Load() == 0 {
+		t.Fatal("index not optimized after 30 new blobs")
+	}
+	if got := bodySearch(t, s, mb, "heron1"); len(got) != 10 {
+		t.Errorf("heron1: %v", got)
+	}
+	if got := bodySearch(t, s, mb, "ron29"); !slices.Equal(got, []uint32{30}) {
+		t.Errorf("ron29: %v", got)
+	}
+}
+
 // TestIndexOldLayoutReplaced: an index.db of the trigram layout is dropped
 // and rebuilt in the new one.
 func TestIndexOldLayoutReplaced(t *testing.T) {
