@@ -264,3 +264,23 @@ func TestUIDExpungeSets(t *testing.T) {
 		})
 	}
 }
+
+// TestExpungeUsageWithoutNarrowRow: the usage an expunge subtracts comes
+// from blobs when a blob has no blob_fetch row (an undecodable parse).
+func TestExpungeUsageWithoutNarrowRow(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	ds := deliverN(t, s, a, 0, 3)
+	err := s.write(ctx, func(w *wtx) error {
+		_, err := w.exec("DELETE FROM blob_fetch WHERE blob_id IN (SELECT id FROM blobs WHERE sha256 = ?)", hashRaw(testMsg(1)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expungeUIDs(t, s, ds[0].MailboxID, ds[0].UID, ds[1].UID)
+	if _, used, err := s.Quota(ctx, a.ID); err != nil || used != int64(len(testMsg(2))) {
+		t.Errorf("used = %d, %v; want %d", used, err, len(testMsg(2)))
+	}
+}

@@ -220,9 +220,12 @@ func expunged(w *wtx, mb store.Mailbox, rows []mailRow) error {
 		uids[i], blobs[i] = int64(r.uid), r.blobID
 	}
 	uj, bj := jsonInts(uids), jsonInts(blobs)
-	// Quota (RFC 9208): one row per message, so a blob held twice counts twice.
+	// Quota (RFC 9208): one row per message, so a blob held twice counts
+	// twice. The sizes come from the narrow blob_fetch rows (fewer pages
+	// to read than blobs), from blobs for a blob without one.
 	if _, err := w.exec(`UPDATE accounts SET used_bytes = used_bytes -
-		(SELECT coalesce(sum(b.size), 0) FROM json_each(?) AS j JOIN blobs b ON b.id = j.value)
+		(SELECT coalesce(sum(coalesce(f.size, (SELECT size FROM blobs WHERE id = j.value))), 0)
+			FROM json_each(?) AS j LEFT JOIN blob_fetch f ON f.blob_id = j.value)
 		WHERE id = ?`, bj, mb.AccountID); err != nil {
 		return fmt.Errorf("expunge: account usage: %w", err)
 	}
