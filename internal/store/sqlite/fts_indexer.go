@@ -189,6 +189,9 @@ func (s *Store) optimizeIndex(db *sql.DB) {
 		}
 		return
 	}
+	if _, err := db.ExecContext(s.ctx, "PRAGMA incremental_vacuum"); err != nil && s.ctx.Err() == nil {
+		s.log.Warn("full-text index vacuum", "err", err)
+	}
 	s.fts.optimized.Add(1)
 	s.log.Debug("full-text index optimized", "took", time.Since(t0))
 }

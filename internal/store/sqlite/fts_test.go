@@ -218,6 +218,9 @@ func TestIndexVocabularyRows(t *testing.T) {
 		{"afterreopen", []uint32{3}},
 		{"terreo", []uint32{3}},
 		{"vw012000", nil},
+		{"vw", []uint32{1, 3}},   // in 12,001 words: 25 queries
+		{"w", []uint32{1, 2, 3}}, // every message after a few queries
+		{"6", []uint32{1, 2}},
 	} {
 		if got := bodySearch(t, s, mb, c.needle); !slices.Equal(got, c.want) {
 			t.Errorf("%q: got %v, want %v", c.needle, got, c.want)

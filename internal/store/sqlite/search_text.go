@@ -105,7 +105,24 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 		var hits map[int64]struct{}
 		exact := false
 		if db != nil && hwm > 0 {
-			hits, exact, err = p.s.fts.lookup(ctx, db, t.key, hwm)
+			covered := func(hits map[int64]struct{}) bool {
+				if !readAll {
+					if all, err = p.blobsAbove(ctx, -1); err != nil {
+						return false
+					}
+					readAll = true
+				}
+				if len(hits) < len(all) {
+					return false
+				}
+				for _, id := range all {
+					if _, ok := hits[id]; !ok && id <= hwm {
+						return false
+					}
+				}
+				return true
+			}
+			hits, exact, err = p.s.fts.lookup(ctx, db, t.key, hwm, covered)
 			if err != nil {
 				if isCorrupt(err) {
 					p.s.fts.broken.Store(true)
@@ -149,8 +166,10 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 // lookup asks the full-text index (fts_terms.go) for the blobs up to
 // hwm that may satisfy criterion k. exact says that hits are exactly the
 // matching ones; otherwise they are candidates to verify, and nil hits
-// mean the index cannot narrow the search at all.
-func (ix *ftsIndex) lookup(ctx context.Context, db *sql.DB, k textKey, hwm int64) (hits map[int64]struct{}, exact bool, err error) {
+// mean the index cannot narrow the search at all. covered says whether
+// hits hold every indexed blob of the mailbox already (a needle found in
+// thousands of words is looked up a chunk of them at a time).
+func (ix *ftsIndex) lookup(ctx context.Context, db *sql.DB, k textKey, hwm int64, covered func(map[int64]struct{}) bool) (hits map[int64]struct{}, exact bool, err error) {
 	col := ""
 	switch k.op {
 	case store.SearchBody:
@@ -177,6 +196,9 @@ func (ix *ftsIndex) lookup(ctx context.Context, db *sql.DB, k textKey, hwm int64
 		for ws := words[0]; len(ws) > 0; ws = ws[min(len(ws), maxOrWords):] {
 			if err := ftsMatch(ctx, db, orTerms(col, ws[:min(len(ws), maxOrWords)]), hwm, hits); err != nil {
 				return nil, false, err
+			}
+			if len(ws) > maxOrWords && covered(hits) {
+				break // a short needle in most words: no need to look further
 			}
 		}
 		return hits, true, nil
