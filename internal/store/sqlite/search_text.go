@@ -98,6 +98,25 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 	// The mailbox's pending blobs, and all its blobs, read when needed.
 	var pending, all []int64
 	var readPending, readAll bool
+	loadAll := func() (err error) {
+		if !readAll {
+			all, err = p.blobsAbove(ctx, -1)
+			readAll = err == nil
+		}
+		return err
+	}
+	// covered says whether hits hold every indexed blob of the mailbox.
+	covered := func(hits map[int64]struct{}) bool {
+		if len(hits) < len(all) || loadAll() != nil {
+			return false
+		}
+		for _, id := range all {
+			if _, ok := hits[id]; !ok && id <= hwm {
+				return false
+			}
+		}
+		return true
+	}
 	var err error
 	for _, t := range crits {
 		t.cand = map[int64]struct{}{}
@@ -105,23 +124,6 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 		var hits map[int64]struct{}
 		exact := false
 		if db != nil && hwm > 0 {
-			covered := func(hits map[int64]struct{}) bool {
-				if !readAll {
-					if all, err = p.blobsAbove(ctx, -1); err != nil {
-						return false
-					}
-					readAll = true
-				}
-				if len(hits) < len(all) {
-					return false
-				}
-				for _, id := range all {
-					if _, ok := hits[id]; !ok && id <= hwm {
-						return false
-					}
-				}
-				return true
-			}
 			hits, exact, err = p.s.fts.lookup(ctx, db, t.key, hwm, covered)
 			if err != nil {
 				if isCorrupt(err) {
@@ -146,11 +148,8 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 			}
 			continue
 		}
-		if !readAll {
-			if all, err = p.blobsAbove(ctx, -1); err != nil {
-				return err
-			}
-			readAll = true
+		if err := loadAll(); err != nil {
+			return err
 		}
 		for _, id := range all {
 			if hits == nil || id > hwm {
