@@ -48,8 +48,10 @@
 // fields an index and SEARCH need (as columns), and the JSON of
 // message.Parsed (envelope and MIME structure) so that IMAP ENVELOPE and
 // BODYSTRUCTURE are answered without re-reading the file. blobs.refcount is
-// the number of mail rows (and outbound queue entries) pointing at it: a message delivered to 15
-// recipients is one file, one blob row and 15 mail rows.
+// the number of mail rows (and outbound queue entries) pointing at it, plus
+// the pending blob_release rows of expunged ones, which the collector
+// subtracts: a message delivered to 15 recipients is one blob row and 15
+// mail rows.
 //
 // Every change to a mailbox takes the next modification sequence of that
 // mailbox (mailboxes.highestmodseq + 1): the rows it touches (new mail rows,
