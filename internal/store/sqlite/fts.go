@@ -74,7 +74,7 @@ type ftsIndex struct {
 	epoch uint64
 	// broken asks the indexer to rebuild the index file.
 	broken atomic.Bool
-	// kick asks the indexer to index what is pending now (WaitIndexed).
+	// kick asks the indexer to index what is pending now (kickNow).
 	kick chan struct{}
 
 	// Indexer goroutine only: words turns a blob's text into its terms;
@@ -200,6 +200,15 @@ func (ix *ftsIndex) prepare(ctx context.Context, db *sql.DB, maxBlob int64) (int
 		}
 	}
 	return hwm, nil
+}
+
+// kickNow asks the indexer to index the pending blobs without waiting for
+// a full batch (it still stays out of the way of concurrent deliveries).
+func (ix *ftsIndex) kickNow() {
+	select {
+	case ix.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (ix *ftsIndex) close() error {

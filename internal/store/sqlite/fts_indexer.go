@@ -465,10 +465,7 @@ func (s *Store) WaitIndexed(ctx context.Context) error {
 		return fmt.Errorf("sqlite store: %w", err)
 	}
 	for s.fts.hwm.Load() < want {
-		select {
-		case s.fts.kick <- struct{}{}:
-		default:
-		}
+		s.fts.kickNow()
 		if !sleepCtx(ctx, 20*time.Millisecond) {
 			return ctx.Err()
 		}

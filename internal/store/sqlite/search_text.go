@@ -146,6 +146,10 @@ func (p *searchPlan) resolveText(ctx context.Context) error {
 			for _, id := range pending {
 				t.cand[id] = struct{}{}
 			}
+			if len(pending) > 0 {
+				// The next search should find them in the index.
+				p.s.fts.kickNow()
+			}
 			continue
 		}
 		if err := loadAll(); err != nil {
