@@ -88,7 +88,7 @@ func (s *Store) indexer() {
 	var sinceOptimize int64    // blob ids indexed since the last optimize
 	var behind time.Time       // when the indexer last started deferring, zero when caught up
 	var pendingSince time.Time // when blobs were first seen pending, zero when caught up
-	kicked := false            // WaitIndexed wants the pending blobs indexed now
+	kicked := false            // kickNow: a caller wants the pending blobs indexed now
 	wait := func() bool {
 		select {
 		case <-s.ctx.Done():
@@ -176,8 +176,8 @@ func (s *Store) indexer() {
 // optimizeIndex merges the index's segments into one. Every batch writes
 // a segment and FTS5 merges them only part of the way; a search asks each
 // segment for each word, so after a bulk load a word in a quarter of the
-// 21k mailbox's messages took 24 instead of 17 ms, and a needle found in
-// 40,000 words 360 instead of 150 ms. It rewrites the whole index (1 s
+// 21k mailbox's messages took 24 instead of 17 ms, and the two-letter
+// needle "th" 360 instead of 150 ms. It rewrites the whole index (1 s
 // for the 21k mailbox's 26 MB here), so the indexer runs it when it has
 // caught up after indexing at least indexOptimizeMin blobs and a tenth
 // of the index. Searches meanwhile read the index as it was (WAL).
