@@ -82,6 +82,9 @@ type ftsIndex struct {
 	words   wordSet
 	chunkID int64
 	chunk   []byte
+	// known holds the words of the last batch committed to this file
+	// (addWords); nil once the indexer has caught up.
+	known map[string]struct{}
 
 	// vocab is the searches' copy of the vocabulary (fts_terms.go).
 	vocab vocabCache
@@ -183,7 +186,7 @@ func (ix *ftsIndex) prepare(ctx context.Context, db *sql.DB, maxBlob int64) (int
 	if err := db.QueryRowContext(ctx, "SELECT coalesce(max(rowid), 0) FROM fts").Scan(&ix.maxRow); err != nil {
 		return 0, fmt.Errorf("read highest row: %w", err)
 	}
-	ix.chunkID, ix.chunk = 1, nil
+	ix.chunkID, ix.chunk, ix.known = 1, nil, nil
 	err = db.QueryRowContext(ctx, "SELECT id, data FROM vocab ORDER BY id DESC LIMIT 1").Scan(&ix.chunkID, &ix.chunk)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("read vocabulary: %w", err)

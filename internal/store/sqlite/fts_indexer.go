@@ -153,6 +153,7 @@ func (s *Store) indexer() {
 			continue
 		}
 		behind, pendingSince, kicked = time.Time{}, time.Time{}, false
+		ix.known = nil // caught up: keep no texts alive
 		if dirty {
 			// Caught up: fold the WAL into index.db so that its size is
 			// the index's, not the index's plus a burst of batches.
@@ -280,7 +281,7 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 			return false, fmt.Errorf("remove collected blob %d from index: %w", id, err)
 		}
 	}
-	chunkID, chunk, err := addWords(ctx, tx, batch, ix.chunkID, ix.chunk)
+	chunkID, chunk, err := addWords(ctx, tx, batch, ix.known, ix.chunkID, ix.chunk)
 	if err != nil {
 		return false, err
 	}
@@ -312,6 +313,7 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 	}
 	ix.maxRow = maxRow
 	ix.chunkID, ix.chunk = chunkID, chunk
+	ix.known = batch
 	ix.hwm.Store(last)
 	ix.forget = ix.forget[len(forget):]
 	return len(docs) == indexBatch || len(ix.forget) > 0, nil
@@ -319,9 +321,11 @@ func (s *Store) indexOnce(ctx context.Context) (more bool, err error) {
 
 // addWords records the words of a batch that the index has not seen
 // before: in words, and appended to the vocabulary's last row (a new row
-// once it holds vocabChunk bytes). It returns the last row as written;
-// chunk, the last row as committed, is not modified.
-func addWords(ctx context.Context, tx *sql.Tx, batch map[string]struct{}, chunkID int64, chunk []byte) (int64, []byte, error) {
+// once it holds vocabChunk bytes). known are words committed before (the
+// previous batch's): most words of a batch are, and skipping them saves
+// an INSERT each. It returns the last row as written; chunk, the last row
+// as committed, is not modified.
+func addWords(ctx context.Context, tx *sql.Tx, batch, known map[string]struct{}, chunkID int64, chunk []byte) (int64, []byte, error) {
 	st, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO words (w) VALUES (?)")
 	if err != nil {
 		return 0, nil, fmt.Errorf("index words: %w", err)
@@ -330,6 +334,9 @@ func addWords(ctx context.Context, tx *sql.Tx, batch map[string]struct{}, chunkI
 	chunk = slices.Clip(chunk) // appends copy: the committed row stays as it was
 	added := false
 	for w := range batch {
+		if _, ok := known[w]; ok {
+			continue
+		}
 		r, err := st.ExecContext(ctx, w)
 		if err != nil {
 			return 0, nil, fmt.Errorf("index word: %w", err)
