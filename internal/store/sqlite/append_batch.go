@@ -24,8 +24,7 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("append batch without messages: %w", store.ErrInvalid)
 	}
-	targets := make([]target, len(msgs))
-	idates := make([]int64, len(msgs))
+	rows := make([]mailRow, len(msgs)) // blobID is set in the write request
 	now := time.Now()
 	for i, m := range msgs {
 		if len(m.Raw) == 0 {
@@ -35,10 +34,9 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 		if err != nil {
 			return nil, fmt.Errorf("message %d of %d: %w", i+1, len(msgs), err)
 		}
-		targets[i] = target{mailboxID: mailboxID, flags: m.Flags & allFlags, keywords: kws}
-		idates[i] = m.InternalDate.Unix()
+		rows[i] = mailRow{flags: m.Flags & allFlags, keywords: kws, idate: m.InternalDate.Unix()}
 		if m.InternalDate.IsZero() {
-			idates[i] = now.Unix()
+			rows[i].idate = now.Unix()
 		}
 	}
 	nbs, err := s.prepareBlobs(msgs)
@@ -54,38 +52,26 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 			testHookBlobWritten()
 		}
 		err = s.write(ctx, func(w *wtx) error {
-			out = make([]store.Delivered, 0, len(nbs))
-			// As copyMail does: the mailbox looked up once, the UIDs
-			// taken together, one MODSEQ for the command's messages
-			// (RFC 7162 §3.1 lets one command's changes share it).
 			mb, err := mailboxByID(w, mailboxID)
 			if err != nil {
 				return err
 			}
-			first, err := takeUIDs(w, mb.ID, len(nbs))
-			if err != nil {
-				return err
-			}
-			ms, err := nextModSeq(w, mb.ID)
-			if err != nil {
-				return err
-			}
 			for i, nb := range nbs {
-				blobID, err := s.ensureBlob(w, nb)
-				if err != nil {
+				if rows[i].blobID, err = s.ensureBlob(w, nb); err != nil {
 					return err
 				}
-				t, uid := targets[i], first+uint32(i)
-				if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-					mb.ID, uid, ms, t.flags, joinKeywords(t.keywords), idates[i], blobID); err != nil {
-					return fmt.Errorf("insert message: %w", err)
-				}
-				if _, err := w.exec("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", blobID); err != nil {
-					return fmt.Errorf("count blob references: %w", err)
-				}
+			}
+			// The new rows go in as a COPY does: UIDs taken together, one
+			// MODSEQ for the command's messages (RFC 7162 §3.1 lets one
+			// command's changes share it), the blob references counted.
+			res, err := copyMail(w, rows, mb)
+			if err != nil {
+				return err
+			}
+			out = make([]store.Delivered, 0, len(rows))
+			for _, uid := range res.DestUIDs {
 				out = append(out, store.Delivered{AccountID: mb.AccountID, MailboxID: mb.ID, UIDValidity: mb.UIDValidity, UID: uid})
 			}
-			w.publish(mb.AccountID, mb.ID)
 			return nil
 		})
 		if errors.Is(err, errBlobMissing) && attempt < maxBlobRetries {

@@ -208,11 +208,19 @@ func (s *Store) ensureBlob(w *wtx, nb *newBlob) (int64, error) {
 		}
 	}
 	if inline {
-		if _, err := w.exec("INSERT INTO blob_data (blob_id, raw) VALUES (?, ?)", id, nb.raw); err != nil {
-			return 0, fmt.Errorf("insert message bytes: %w", err)
+		if err := insertBlobData(w, id, nb.raw); err != nil {
+			return 0, err
 		}
 	}
 	return id, nil
+}
+
+// insertBlobData keeps a message's bytes in the database (blobs.go).
+func insertBlobData(w *wtx, id int64, raw []byte) error {
+	if _, err := w.exec("INSERT INTO blob_data (blob_id, raw) VALUES (?, ?)", id, raw); err != nil {
+		return fmt.Errorf("insert message bytes: %w", err)
+	}
+	return nil
 }
 
 // checkBlobFile reports errBlobMissing when the message file is gone.
@@ -244,10 +252,7 @@ func (s *Store) keepInline(w *wtx, id int64, nb *newBlob) error {
 	case !errors.Is(err, errBlobMissing):
 		return err
 	}
-	if _, err := w.exec("INSERT INTO blob_data (blob_id, raw) VALUES (?, ?)", id, nb.raw); err != nil {
-		return fmt.Errorf("insert message bytes: %w", err)
-	}
-	return nil
+	return insertBlobData(w, id, nb.raw)
 }
 
 // insertMessage adds one mail row for a target: next UID, next MODSEQ.

@@ -34,7 +34,7 @@ func wordMsg(word string) []byte {
 	return []byte("From: a@example.org\r\nSubject: s\r\n\r\nThe word is " + word + ".\r\n")
 }
 
-func ftsInbox(t *testing.T, s *Store) int64 {
+func ftsInbox(t testing.TB, s *Store) int64 {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := s.AddDomain(ctx, "example.org"); err != nil {

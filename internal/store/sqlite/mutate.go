@@ -131,8 +131,9 @@ func (s *Store) StoreFlags(ctx context.Context, mailboxID int64, uids store.UIDS
 	return out, err
 }
 
-// copyMail copies rows into dst with new UIDs in source-UID order, one
-// new MODSEQ in dst, and bumps the blob reference counts.
+// copyMail copies rows into dst with new UIDs in the order of rows (COPY
+// and MOVE pass them in source-UID order), one new MODSEQ in dst, and
+// bumps the blob reference counts.
 func copyMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, error) {
 	res := store.CopyResult{UIDValidity: dst.UIDValidity}
 	if len(rows) == 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func BenchmarkSearchTextMbox(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	mb := ftsInbox(&testing.T{}, s)
+	mb := ftsInbox(b, s)
 	ctx := context.Background()
 	var batch []store.AppendMessage
 	n := 0
@@ -77,7 +78,7 @@ func BenchmarkSearchTextMbox(b *testing.B) {
 		n, took, float64(idx)/1e6, 100*float64(idx)/float64(mail))
 	words := []string{"aligned", "will"}
 	if w := os.Getenv("PIMAIL_BENCH_WORDS"); w != "" {
-		words = bytes2strings(bytes.Fields([]byte(w)))
+		words = strings.Fields(w)
 	}
 	for _, w := range words {
 		b.Run(w, func(b *testing.B) {
@@ -92,12 +93,4 @@ func BenchmarkSearchTextMbox(b *testing.B) {
 			b.ReportMetric(float64(n), "matches")
 		})
 	}
-}
-
-func bytes2strings(f [][]byte) []string {
-	out := make([]string, len(f))
-	for i, x := range f {
-		out[i] = string(x)
-	}
-	return out
 }
