@@ -8,48 +8,9 @@ import (
 // bounds depth as well; this keeps the writer safe on its own).
 const maxStructureDepth = 64
 
-// writeEnvelope writes an ENVELOPE (RFC 9051 §7.5.2) from the index.
+// writeEnvelope writes an ENVELOPE (appendEnvelope).
 func (s *session) writeEnvelope(e *message.Envelope) {
-	w := s.w
-	w.Byte('(')
-	w.NString(e.Date).SP().NString(e.Subject).SP()
-	from := e.From
-	sender, replyTo := e.Sender, e.ReplyTo
-	// RFC 9051 §7.5.2: absent Sender and Reply-To default to From.
-	if len(sender) == 0 {
-		sender = from
-	}
-	if len(replyTo) == 0 {
-		replyTo = from
-	}
-	for _, l := range [][]message.Address{from, sender, replyTo, e.To, e.Cc, e.Bcc} {
-		s.writeAddresses(l)
-		w.SP()
-	}
-	w.NString(e.InReplyTo).SP().NString(e.MessageID)
-	w.Byte(')')
-}
-
-// writeAddresses writes an address list, with RFC 5322 groups as the
-// start/end markers of RFC 9051 §7.5.2.
-func (s *session) writeAddresses(list []message.Address) {
-	w := s.w
-	if len(list) == 0 {
-		w.NIL()
-		return
-	}
-	w.Byte('(')
-	for _, a := range list {
-		switch {
-		case a.Group != "":
-			w.Raw("(NIL NIL ").String(a.Group).Raw(" NIL)")
-		case a.End:
-			w.Raw("(NIL NIL NIL NIL)")
-		default:
-			w.Byte('(').NString(a.Name).Raw(" NIL ").NString(a.Mailbox).SP().NString(a.Host).Byte(')')
-		}
-	}
-	w.Byte(')')
+	s.w.Bytes(s.appendEnvelope(s.w.AvailableBuffer(), e))
 }
 
 // writeBodyStructure writes BODY (ext false) or BODYSTRUCTURE (ext true),

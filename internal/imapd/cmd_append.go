@@ -105,9 +105,6 @@ func parseAppendMessage(args []imapwire.Arg) (store.AppendMessage, []imapwire.Ar
 	default:
 		return m, nil, bad("APPEND needs the message as a literal")
 	}
-	if m.InternalDate.IsZero() {
-		m.InternalDate = time.Now()
-	}
 	return m, args, nil
 }
 

@@ -126,38 +126,26 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMet
 	var err error
 	byUID := matchMetas(s.sel, idx, plan, metas, headers)
 	// Set \Seen first so that the FLAGS we send are the new ones.
-	seenNow := map[uint32]bool{}
+	var upOf map[uint32]store.FlagUpdate // the rows that got \Seen now
 	if plan.setSeen {
-		var unseen []uint32
+		var set store.UIDSet
 		for k := range idx {
 			if m := byUID[k].meta; m != nil && m.Flags&store.FlagSeen == 0 {
-				unseen = append(unseen, m.UID)
+				set = append(set, store.UIDRange{Start: m.UID, Stop: m.UID})
 			}
 		}
-		if len(unseen) > 0 {
-			var set store.UIDSet
-			for _, u := range unseen {
-				set = append(set, store.UIDRange{Start: u, Stop: u})
-			}
+		if len(set) > 0 {
 			ups, err := s.srv.st.StoreFlags(s.ctx, v.mb.ID, set, store.FlagsAdd, store.FlagSeen, nil)
 			if err != nil {
 				return fmt.Errorf("setting \\Seen: %w", err)
 			}
 			v.dirty = true
-			upOf := make(map[uint32]store.FlagUpdate, len(ups))
+			upOf = make(map[uint32]store.FlagUpdate, len(ups))
 			for _, u := range ups {
 				if i, ok := v.index(u.UID); ok {
 					v.flags[i] = msgFlags{u.Flags, u.Keywords, u.ModSeq}
 				}
-				seenNow[u.UID] = true
 				upOf[u.UID] = u
-			}
-			for k := range byUID {
-				if m := byUID[k].meta; m != nil {
-					if u, ok := upOf[m.UID]; ok {
-						m.Flags, m.Keywords, m.ModSeq = u.Flags, u.Keywords, u.ModSeq
-					}
-				}
 			}
 		}
 	}
@@ -165,6 +153,10 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMet
 		m := byUID[k].meta
 		if m == nil {
 			continue // expunged meanwhile; its EXPUNGE is pending
+		}
+		u, seenNow := upOf[m.UID]
+		if seenNow {
+			m.Flags, m.Keywords, m.ModSeq = u.Flags, u.Keywords, u.ModSeq
 		}
 		var raw []byte
 		if headers != nil {
@@ -175,7 +167,7 @@ func (s *session) fetchChunk(idx []int, plan fetchPlan, metas []store.MessageMet
 				return fmt.Errorf("reading message %d: %w", m.UID, err)
 			}
 		}
-		s.writeFetch(i, m, raw, headers != nil, plan, seenNow[m.UID])
+		s.writeFetch(i, m, raw, headers != nil, plan, seenNow)
 	}
 	return nil
 }
@@ -266,7 +258,7 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, rawIsHeade
 			continue
 		case "FLAGS":
 			b = append(b, "FLAGS "...)
-			b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, len(v.recent) > 0 && v.recent[m.UID])
+			b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
 			flagsSent = true
 			continue
 		case "INTERNALDATE":

@@ -77,11 +77,14 @@ func choosePath(atts []imapwire.FetchAtt) fetchPath {
 	return pathFull
 }
 
+// noRelease is the release of a chunk that holds no store buffers.
+func noRelease() {}
+
 // fetchMetas returns the metadata of the messages in uids and, on the
 // header path, their headers (nil otherwise). release (never nil) gives
 // the store's buffers back once the chunk is sent.
 func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan) (metas []store.MessageMeta, headers [][]byte, release func(), err error) {
-	release = func() {}
+	release = noRelease
 	bf, buffered := s.srv.st.(bufferedFetcher)
 	switch plan.path {
 	case pathEnvelope:
@@ -106,7 +109,7 @@ func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan)
 		}
 		if err != nil {
 			release()
-			return nil, nil, func() {}, err
+			return nil, nil, noRelease, err
 		}
 		if headers == nil {
 			break // no fast path
@@ -118,9 +121,8 @@ func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan)
 	return metas, nil, release, err
 }
 
-// appendEnvelope appends an ENVELOPE (RFC 9051 §7.5.2) as writeEnvelope
-// writes it, to a buffer instead of through the writer: the FETCH of a
-// whole mailbox formats thousands.
+// appendEnvelope appends an ENVELOPE (RFC 9051 §7.5.2) to a buffer: the
+// FETCH of a whole mailbox formats thousands (writeEnvelope writes one).
 func (s *session) appendEnvelope(b []byte, e *message.Envelope) []byte {
 	w := s.w
 	b = append(b, '(')
@@ -147,8 +149,8 @@ func (s *session) appendEnvelope(b []byte, e *message.Envelope) []byte {
 	return append(b, ')')
 }
 
-// appendAddresses appends an address list as writeAddresses writes it,
-// with RFC 5322 groups as the start/end markers of RFC 9051 §7.5.2.
+// appendAddresses appends an address list, with RFC 5322 groups as the
+// start/end markers of RFC 9051 §7.5.2.
 func (s *session) appendAddresses(b []byte, list []message.Address) []byte {
 	w := s.w
 	if len(list) == 0 {
@@ -176,8 +178,8 @@ func (s *session) appendAddresses(b []byte, list []message.Address) []byte {
 	return append(b, ')')
 }
 
-// appendFlags appends a flag list as writeFlags writes it (RFC 9051
-// §2.3.2; \Recent only for IMAP4rev1 sessions).
+// appendFlags appends a flag list (RFC 9051 §2.3.2); \Recent only for
+// IMAP4rev1 sessions (RFC 9051 removed it).
 func (s *session) appendFlags(b []byte, f msgFlags, recent bool) []byte {
 	b = append(b, '(')
 	n := len(b)

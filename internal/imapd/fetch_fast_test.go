@@ -2,7 +2,6 @@ package imapd
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -206,26 +205,27 @@ func TestFetchManyChunks(t *testing.T) {
 	}
 }
 
-// appendFlags writes what writeFlags writes.
+// appendFlags (behind writeFlags too): system flags in their order,
+// \Recent only before IMAP4rev2, keywords that are atoms.
 func TestAppendFlags(t *testing.T) {
-	for _, rev2 := range []bool{false, true} {
-		for _, recent := range []bool{false, true} {
-			for _, f := range []msgFlags{
-				{},
-				{flags: store.FlagSeen},
-				{flags: store.FlagSeen | store.FlagAnswered | store.FlagFlagged | store.FlagDeleted | store.FlagDraft},
-				{flags: store.FlagDraft, keywords: []string{"$Junk", "bad kw", "Work"}},
-				{keywords: []string{"x"}},
-			} {
-				var buf bytes.Buffer
-				bw := bufio.NewWriter(&buf)
-				s := &session{w: imapwire.NewWriter(bw), rev2: rev2}
-				s.writeFlags(f, recent)
-				bw.Flush()
-				if got := string(s.appendFlags([]byte("x"), f, recent)); got != "x"+buf.String() {
-					t.Errorf("rev2 %v recent %v %+v: %q, want %q", rev2, recent, f, got, "x"+buf.String())
-				}
-			}
+	all := store.FlagSeen | store.FlagAnswered | store.FlagFlagged | store.FlagDeleted | store.FlagDraft
+	for _, c := range []struct {
+		f      msgFlags
+		recent bool
+		rev2   bool
+		want   string
+	}{
+		{msgFlags{}, false, false, "()"},
+		{msgFlags{}, true, false, `(\Recent)`},
+		{msgFlags{}, true, true, "()"},
+		{msgFlags{flags: store.FlagSeen}, false, true, `(\Seen)`},
+		{msgFlags{flags: all}, true, false, `(\Seen \Answered \Flagged \Deleted \Draft \Recent)`},
+		{msgFlags{flags: store.FlagDraft, keywords: []string{"$Junk", "bad kw", "Work"}}, false, true, `(\Draft $Junk Work)`},
+		{msgFlags{keywords: []string{"x"}}, true, false, `(\Recent x)`},
+	} {
+		s := &session{rev2: c.rev2}
+		if got := string(s.appendFlags([]byte("x"), c.f, c.recent)); got != "x"+c.want {
+			t.Errorf("%+v recent %v rev2 %v: %q, want %q", c.f, c.recent, c.rev2, got, "x"+c.want)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func (s *session) fetchChunks(idx []int, plan fetchPlan) error {
 			if r := recover(); r != nil {
 				s.log.Error("imap fetch panic", "panic", r, "stack", string(debug.Stack()))
 				metrics.InternalErrors.With(metrics.ProtoIMAP).Inc()
-				cd = chunkData{release: func() {}, err: fmt.Errorf("fetch from mailbox %d: internal error", mailboxID)}
+				cd = chunkData{release: noRelease, err: fmt.Errorf("fetch from mailbox %d: internal error", mailboxID)}
 			}
 		}()
 		metas, headers, release, err := s.fetchMetas(mailboxID, v.uidSet(chunk), plan)

@@ -20,34 +20,9 @@ var systemFlags = []struct {
 	{`\Draft`, store.FlagDraft},
 }
 
-// writeFlags writes a flag list; \Recent only for IMAP4rev1 sessions
-// (RFC 9051 removed it).
+// writeFlags writes a flag list (appendFlags).
 func (s *session) writeFlags(f msgFlags, recent bool) {
-	s.w.Byte('(')
-	first := true
-	sep := func() {
-		if !first {
-			s.w.SP()
-		}
-		first = false
-	}
-	for _, sf := range systemFlags {
-		if f.flags&sf.bit != 0 {
-			sep()
-			s.w.Raw(sf.name)
-		}
-	}
-	if recent && !s.rev2 {
-		sep()
-		s.w.Raw(`\Recent`)
-	}
-	for _, k := range f.keywords {
-		if validKeyword(k) {
-			sep()
-			s.w.Raw(k)
-		}
-	}
-	s.w.Byte(')')
+	s.w.Bytes(s.appendFlags(s.w.AvailableBuffer(), f, recent))
 }
 
 // validKeyword reports whether k is a flag-keyword atom (RFC 9051 §9).

@@ -76,10 +76,8 @@ func newTable(keys []uint64, vals []counts) *table {
 	return t
 }
 
+// bucket is h's bucket (a shift of 64, one bucket, gives 0 in Go).
 func (t *table) bucket(h uint64) uint64 {
-	if t.shift == 64 {
-		return 0
-	}
 	return h >> t.shift
 }
 
