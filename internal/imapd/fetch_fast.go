@@ -8,21 +8,6 @@ import (
 	"pimail/internal/store"
 )
 
-// envelopeFetcher is implemented by stores that can return envelopes
-// without the MIME structure (store/sqlite does).
-type envelopeFetcher interface {
-	// FetchEnvelopes is Fetch whose Parsed holds only the envelope.
-	FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error)
-}
-
-// headerFetcher is implemented by stores that can return the header of
-// each message (the bytes before its body) in one call, reading only that
-// much of each message.
-type headerFetcher interface {
-	// FetchHeaders is Fetch without Parsed plus headers[i] for metas[i].
-	FetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, headers [][]byte, err error)
-}
-
 // bufferedFetcher is implemented by stores whose envelope and header
 // reads can put their bytes into reused buffers, given back with release
 // once the chunk is sent (store/sqlite does).
@@ -37,8 +22,8 @@ type fetchPath int
 
 const (
 	pathFull     fetchPath = iota // Fetch (with Parsed when needed) and ReadBlob per message
-	pathEnvelope                  // FetchEnvelopes: ENVELOPE without the MIME tree
-	pathHeader                    // FetchHeaders: sections of the top-level header only
+	pathEnvelope                  // FetchEnvelopesBuffered: ENVELOPE without the MIME tree
+	pathHeader                    // FetchHeadersBuffered: sections of the top-level header only
 )
 
 // choosePath picks the cheapest path that has everything the attributes
@@ -84,41 +69,18 @@ func noRelease() {}
 // header path, their headers (nil otherwise). release (never nil) gives
 // the store's buffers back once the chunk is sent.
 func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan) (metas []store.MessageMeta, headers [][]byte, release func(), err error) {
-	release = noRelease
-	bf, buffered := s.srv.st.(bufferedFetcher)
-	switch plan.path {
-	case pathEnvelope:
-		if buffered {
+	if bf, ok := s.srv.st.(bufferedFetcher); ok {
+		switch plan.path {
+		case pathEnvelope:
 			metas, release, err := bf.FetchEnvelopesBuffered(s.ctx, mailboxID, uids)
 			return metas, nil, release, err
+		case pathHeader:
+			// Parsed stays nil: writeFetch knows that raw is the header.
+			return bf.FetchHeadersBuffered(s.ctx, mailboxID, uids, plan.size)
 		}
-		if f, ok := s.srv.st.(envelopeFetcher); ok {
-			metas, err := f.FetchEnvelopes(s.ctx, mailboxID, uids)
-			return metas, nil, release, err
-		}
-	case pathHeader:
-		switch {
-		case buffered:
-			metas, headers, release, err = bf.FetchHeadersBuffered(s.ctx, mailboxID, uids, plan.size)
-		default:
-			f, ok := s.srv.st.(headerFetcher)
-			if !ok {
-				break
-			}
-			metas, headers, err = f.FetchHeaders(s.ctx, mailboxID, uids)
-		}
-		if err != nil {
-			release()
-			return nil, nil, noRelease, err
-		}
-		if headers == nil {
-			break // no fast path
-		}
-		// Parsed stays nil: writeFetch knows that raw is the header.
-		return metas, headers, release, nil
 	}
 	metas, err = s.srv.st.Fetch(s.ctx, mailboxID, uids, store.FetchOptions{Parsed: plan.parsed})
-	return metas, nil, release, err
+	return metas, nil, noRelease, err
 }
 
 // appendEnvelope appends an ENVELOPE (RFC 9051 §7.5.2) to a buffer: the
