@@ -131,11 +131,16 @@ type rowsKey struct {
 // rowsEntry is a page's rendered rows in one state of its mailbox, in one
 // hour of local time (dates are written relative to today).
 type rowsEntry struct {
+	state rowsState
+	html  template.HTML
+}
+
+// rowsState is what rendered rows depend on besides the page asked for.
+type rowsState struct {
 	validity uint32
 	modseq   uint64
 	hour     int64
 	zone     int
-	html     template.HTML
 }
 
 // zoneOffset is the local zone's offset at t, in seconds.

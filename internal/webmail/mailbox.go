@@ -366,10 +366,9 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session)
 	// covers the dates written relative to today.
 	now := s.now()
 	key := rowsKey{box: box.ID, offset: pg * size, limit: size}
-	state := rowsEntry{validity: box.UIDValidity, modseq: box.HighestModSeq,
+	state := rowsState{validity: box.UIDValidity, modseq: box.HighestModSeq,
 		hour: (now.Unix() + int64(zoneOffset(now))) / 3600, zone: zoneOffset(now)}
-	if e, ok := s.rows.get(key); ok && box.HighestModSeq != 0 && e.validity == state.validity &&
-		e.modseq == state.modseq && e.hour == state.hour && e.zone == state.zone {
+	if e, ok := s.rows.get(key); ok && box.HighestModSeq != 0 && e.state == state {
 		d.rowsHTML = e.html
 	} else {
 		items, err := s.st.MailboxPage(r.Context(), box.ID, pg*size, size)
@@ -383,8 +382,7 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session)
 		}
 		d.rowsHTML = d.RowsHTML()
 		if box.HighestModSeq != 0 {
-			state.html = d.rowsHTML
-			s.rows.put(key, state, len(d.rowsHTML))
+			s.rows.put(key, rowsEntry{state: state, html: d.rowsHTML}, len(d.rowsHTML))
 		}
 	}
 	d.Targets = v.Folders
