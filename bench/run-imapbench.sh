@@ -16,10 +16,12 @@
 # of every query between the two servers; the output ends with a table of
 # the medians and the ratio dovecot / pimail.
 #
-# After the queries each server loads the mbox once more with MULTIAPPEND
-# (RFC 3502), MULTIAPPEND messages per command (default 100; 0 skips it),
-# into a second mailbox deleted afterwards; a last table gives both load
-# rates. IMAP_PORT fixes pimail's port (default: a free one).
+# After the queries each server loads the mbox twice more, each time into
+# a mailbox deleted afterwards: with one message per APPEND and PIPELINE
+# commands sent ahead of their responses (default 32, as synchronisers
+# pipeline with LITERAL+; 0 skips it), and with MULTIAPPEND (RFC 3502),
+# MULTIAPPEND messages per command (default 100; 0 skips it); a last table
+# gives the load rates. IMAP_PORT fixes pimail's port (default: a free one).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -95,7 +97,7 @@ for mbox in "${mboxes[@]}"; do
 	echo "== pimail $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m), $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	"$tmp/imapbench" -addr "$imap" -user me@localhost -pass bench-password-1 -mbox "$mbox" \
 		-keep -datadir "$data" ${SETTLE:+-settle "$SETTLE"} ${RUNS:+-runs "$RUNS"} \
-		-multiappend "${MULTIAPPEND:-100}" "${peer_args[@]}"
+		-pipeline "${PIPELINE:-32}" -multiappend "${MULTIAPPEND:-100}" "${peer_args[@]}"
 	echo "pimail memory: $(grep -E '^(VmRSS|VmHWM)' /proc/$pid/status | tr -s ' \t' ' ' | paste -sd, -)"
 	kill -TERM "$pid"; wait "$pid" || true; pid=""
 done

@@ -156,6 +156,21 @@ func (c *client) appendMsg(mailbox string, date time.Time, msg []byte) error {
 // each with its date, as LITERAL+ literals when the server has them,
 // otherwise waiting for the continuation of each.
 func (c *client) appendMulti(mailbox string, dates []time.Time, msgs [][]byte) error {
+	tag, err := c.sendAppend(mailbox, dates, msgs)
+	if err != nil {
+		return err
+	}
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	_, err = c.readResponse(tag)
+	return err
+}
+
+// sendAppend writes one APPEND command with msgs into the send buffer and
+// returns its tag; without LITERAL+ it flushes and waits for each
+// continuation, with it nothing is flushed.
+func (c *client) sendAppend(mailbox string, dates []time.Time, msgs [][]byte) (string, error) {
 	c.tag++
 	tag := fmt.Sprintf("B%d", c.tag)
 	c.conn.SetDeadline(time.Now().Add(c.timeout))
@@ -172,24 +187,20 @@ func (c *client) appendMulti(mailbox string, dates []time.Time, msgs [][]byte) e
 		fmt.Fprintf(c.w, " ()%s {%d%s}\r\n", dt, len(msg), plus)
 		if !c.literalPlus {
 			if err := c.w.Flush(); err != nil {
-				return fmt.Errorf("send: %w", err)
+				return "", fmt.Errorf("send: %w", err)
 			}
 			line, _, err := c.readLine()
 			if err != nil {
-				return fmt.Errorf("append: %w", err)
+				return "", fmt.Errorf("append: %w", err)
 			}
 			if !strings.HasPrefix(line, "+") {
-				return fmt.Errorf("append refused: %s", line)
+				return "", fmt.Errorf("append refused: %s", line)
 			}
 		}
 		c.w.Write(msg)
 	}
 	c.w.WriteString("\r\n")
-	if err := c.w.Flush(); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	_, err := c.readResponse(tag)
-	return err
+	return tag, nil
 }
 
 func quote(s string) string {

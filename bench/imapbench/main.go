@@ -35,7 +35,7 @@ type options struct {
 	name, peerName, peerAddr, peerUser       string
 	peerPass                                 string
 	tls, insecure, keep, fresh               bool
-	runs, limit, multiAppend                 int
+	runs, limit, multiAppend, pipeline       int
 	settle, timeout                          time.Duration
 }
 
@@ -52,6 +52,7 @@ func main() {
 	flag.IntVar(&o.limit, "limit", 0, "load at most this many messages (0: all)")
 	flag.IntVar(&o.runs, "runs", 3, "warm runs per query (the median is reported)")
 	flag.IntVar(&o.multiAppend, "multiappend", 0, "also time loading the mbox with MULTIAPPEND (RFC 3502), this many messages per command, into a second mailbox after the queries (servers that advertise it)")
+	flag.IntVar(&o.pipeline, "pipeline", 0, "also time loading the mbox with APPEND commands sent this many ahead of their responses (LITERAL+, RFC 7888), into a second mailbox after the queries")
 	flag.DurationVar(&o.settle, "settle", 0, "wait this long after loading, before measuring")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "timeout per command")
 	flag.StringVar(&o.dataDir, "datadir", "", "pimail data directory, to report index size vs mail size")

@@ -97,19 +97,27 @@ func run(o options, msgs [][]byte) error {
 	if o.dataDir != "" { // before the batched load adds (and deletes) a mailbox
 		reportSizes(o.dataDir, totalSize(msgs))
 	}
-	// The batched load last: nothing measured comes after it.
+	// The pipelined and batched loads last: nothing measured comes after them.
+	pipeRates := make([]float64, len(targets))
 	multiRates := make([]float64, len(targets))
-	if o.multiAppend > 0 {
-		for ti, t := range targets {
-			r, err := t.loadMulti(o, msgs)
+	for ti, t := range targets {
+		if o.pipeline > 0 {
+			r, err := t.loadPipelined(o, msgs)
 			if err != nil { // reported; the tables still follow
+				fmt.Printf("%s: the pipelined load failed: %v\n", t.name, err)
+			}
+			pipeRates[ti] = r
+		}
+		if o.multiAppend > 0 {
+			r, err := t.loadMulti(o, msgs)
+			if err != nil {
 				fmt.Printf("%s: the MULTIAPPEND load failed: %v\n", t.name, err)
 			}
 			multiRates[ti] = r
 		}
 	}
 	printTable(targets, expNames, append(results, expRes...))
-	printLoadTable(targets, o.multiAppend, multiRates)
+	printLoadTable(targets, o, pipeRates, multiRates)
 	return nil
 }
 
@@ -192,6 +200,55 @@ func (t *target) loadMulti(o options, msgs [][]byte) (float64, error) {
 		t.name, len(msgs), batch, el.Seconds(), rate)
 	if _, err := c.cmd("DELETE %s", quote(mbox)); err != nil {
 		slog.Warn("deleting the MULTIAPPEND mailbox", "server", t.name, "err", err)
+	}
+	return rate, nil
+}
+
+// pipelineLoadHeader is prepended to every message of the pipelined load.
+const pipelineLoadHeader = "X-Imapbench-Load: pipeline\r\n"
+
+// loadPipelined APPENDs the messages again into mailbox+"-pipe", one
+// message per command, keeping up to depth commands sent ahead of their
+// responses (as mbsync and other synchronisers pipeline, with LITERAL+,
+// RFC 7888), then deletes that mailbox. It returns the rate, or 0 when the
+// server does not advertise LITERAL+.
+func (t *target) loadPipelined(o options, msgs [][]byte) (float64, error) {
+	c := t.c
+	if !c.literalPlus {
+		fmt.Printf("%s: no LITERAL+ capability; the pipelined load is skipped\n", t.name)
+		return 0, nil
+	}
+	mbox := o.mailbox + "-pipe"
+	c.cmd("DELETE %s", quote(mbox)) // a leftover of an interrupted run
+	if _, err := c.cmd("CREATE %s", quote(mbox)); err != nil {
+		return 0, err
+	}
+	var tags []string // sent, not yet answered, oldest first
+	start := time.Now()
+	for sent, done := 0, 0; done < len(msgs); {
+		for ; sent < len(msgs) && sent-done < o.pipeline; sent++ {
+			m := msgs[sent]
+			tag, err := c.sendAppend(mbox, []time.Time{messageDate(m)}, [][]byte{append([]byte(pipelineLoadHeader), m...)})
+			if err != nil {
+				return 0, fmt.Errorf("APPEND of message %d: %w", sent+1, err)
+			}
+			tags = append(tags, tag)
+		}
+		if err := c.w.Flush(); err != nil {
+			return 0, fmt.Errorf("send: %w", err)
+		}
+		if _, err := c.readResponse(tags[0]); err != nil {
+			return 0, fmt.Errorf("APPEND of message %d: %w", done+1, err)
+		}
+		tags = tags[1:]
+		done++
+	}
+	el := time.Since(start)
+	rate := float64(len(msgs)) / el.Seconds()
+	fmt.Printf("%s: APPEND %d messages, up to %d pipelined: %.1f s, %.0f msgs/s (one connection)\n",
+		t.name, len(msgs), o.pipeline, el.Seconds(), rate)
+	if _, err := c.cmd("DELETE %s", quote(mbox)); err != nil {
+		slog.Warn("deleting the pipelined-load mailbox", "server", t.name, "err", err)
 	}
 	return rate, nil
 }
@@ -312,7 +369,7 @@ func printTable(targets []*target, names []string, res [][]result) {
 
 // printLoadTable prints the load rates (msgs/s) side by side and, with two
 // targets, how many times faster the first is (first / second).
-func printLoadTable(targets []*target, batch int, multi []float64) {
+func printLoadTable(targets []*target, o options, pipe, multi []float64) {
 	fmt.Println()
 	head, sep := "| load, msgs/s (one connection) |", "|---|"
 	for _, t := range targets {
@@ -342,7 +399,10 @@ func printLoadTable(targets []*target, batch int, multi []float64) {
 		single[i] = t.appendRate
 	}
 	row("APPEND, one message per command", single)
-	if batch > 0 {
-		row(fmt.Sprintf("MULTIAPPEND, %d messages per command", batch), multi)
+	if o.pipeline > 0 {
+		row(fmt.Sprintf("APPEND, one message per command, %d pipelined", o.pipeline), pipe)
+	}
+	if o.multiAppend > 0 {
+		row(fmt.Sprintf("MULTIAPPEND, %d messages per command", o.multiAppend), multi)
 	}
 }

@@ -1,11 +1,14 @@
 package imapd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"pimail/internal/imapwire"
+	"pimail/internal/metrics"
 	"pimail/internal/store"
 )
 
@@ -13,66 +16,192 @@ import (
 // §3), literal8 (RFC 3516 §4.4), the UTF8 form (RFC 6855 §4) and
 // MULTIAPPEND (RFC 3502): several messages in one command, stored in one
 // store transaction, all or none (RFC 3502 §6.3.11), the APPENDUID
-// response listing the UID set (RFC 4315 §3).
+// response listing the UID set (RFC 4315 §3). APPENDs a client pipelined
+// are stored together (serveAppends).
 func cmdAppend(s *session, cmd *command) (string, string, error) {
+	r := s.prepareAppend(cmd)
+	s.storeAppends([]*appendReq{r})
+	return s.appended(r)
+}
+
+// appendReq is one APPEND command on its way: parsed and checked, then
+// stored, or failed at some step (err).
+type appendReq struct {
+	cmd   *command
+	mb    store.Mailbox
+	msgs  []store.AppendMessage
+	total int64 // octets of msgs
+	ds    []store.Delivered
+	err   error
+}
+
+// prepareAppend parses an APPEND command and finds its mailbox. The whole
+// command is checked before anything is stored: a refused message refuses
+// all (RFC 3502 §6.3.11).
+func (s *session) prepareAppend(cmd *command) *appendReq {
+	r := &appendReq{cmd: cmd}
 	args := cmd.args
 	if len(args) < 2 {
-		return "", "", bad("APPEND needs a mailbox and a message")
+		r.err = bad("APPEND needs a mailbox and a message")
+		return r
 	}
 	name, err := s.decodeName(args[0])
 	if err != nil {
-		return "", "", err
+		r.err = err
+		return r
 	}
-	var msgs []store.AppendMessage
-	var total int64
 	for args = args[1:]; len(args) > 0; {
 		var m store.AppendMessage
-		if m, args, err = parseAppendMessage(args); err != nil {
-			return "", "", err
+		if m, args, r.err = parseAppendMessage(args); r.err != nil {
+			return r
 		}
-		msgs = append(msgs, m)
-		total += int64(len(m.Raw))
-	}
-	// The whole command is checked before anything is stored: a refused
-	// message refuses all (RFC 3502 §6.3.11).
-	for _, m := range msgs {
 		if len(m.Raw) == 0 {
-			return "", "", no("CANNOT", "empty message")
+			r.err = no("CANNOT", "empty message")
+			return r
 		}
+		r.msgs = append(r.msgs, m)
+		r.total += int64(len(m.Raw))
 	}
-	mb, err := s.srv.st.Mailbox(s.ctx, s.acct.ID, name)
-	if err != nil {
+	if r.mb, err = s.srv.st.Mailbox(s.ctx, s.acct.ID, name); err != nil {
+		r.err = fmt.Errorf("append: %w", err)
 		if errors.Is(err, store.ErrNotFound) {
-			return "", "", no("TRYCREATE", "mailbox does not exist")
+			r.err = no("TRYCREATE", "mailbox does not exist")
 		}
-		return "", "", fmt.Errorf("append: %w", err)
 	}
-	if err := s.checkAppendQuota(total); err != nil { // quota.go
-		return "", "", err
-	}
-	var ds []store.Delivered
-	if len(msgs) == 1 {
-		m := msgs[0]
-		var d store.Delivered
-		d, err = s.srv.st.Append(s.ctx, mb.ID, m.Raw, m.Flags, m.Keywords, m.InternalDate)
-		ds = []store.Delivered{d}
-	} else {
-		ds, err = s.srv.st.AppendBatch(s.ctx, mb.ID, msgs)
-	}
-	if err != nil {
-		if e := storeErr(err, "mailbox"); e != err {
-			return "", "", e
+	return r
+}
+
+// storeAppends stores the prepared APPENDs that have not failed, in
+// order: the quota is checked as if each ran after the ones before it
+// (quota.go), then each run of APPENDs into one mailbox is stored in one
+// AppendBatch, one commit. When that fails, its APPENDs are stored one by
+// one, so that each meets only its own error.
+func (s *session) storeAppends(reqs []*appendReq) {
+	s.checkAppendQuota(reqs)
+	var ok []*appendReq
+	for _, r := range reqs {
+		if r.err == nil {
+			ok = append(ok, r)
 		}
-		return "", "", fmt.Errorf("append to mailbox %d: %w", mb.ID, err)
 	}
-	if s.sel != nil && s.sel.mb.ID == mb.ID {
+	for len(ok) > 0 {
+		n := 1
+		for n < len(ok) && ok[n].mb.ID == ok[0].mb.ID {
+			n++
+		}
+		s.storeRun(ok[:n])
+		ok = ok[n:]
+	}
+}
+
+// storeRun stores APPENDs into one mailbox in one AppendBatch, or each on
+// its own when there is one or the batch fails.
+func (s *session) storeRun(run []*appendReq) {
+	if len(run) > 1 {
+		var msgs []store.AppendMessage
+		for _, r := range run {
+			msgs = append(msgs, r.msgs...)
+		}
+		if ds, err := s.srv.st.AppendBatch(s.ctx, run[0].mb.ID, msgs); err == nil {
+			for _, r := range run {
+				r.ds, ds = ds[:len(r.msgs):len(r.msgs)], ds[len(r.msgs):]
+			}
+			return
+		}
+	}
+	for _, r := range run {
+		var err error
+		if len(r.msgs) == 1 {
+			m := r.msgs[0]
+			var d store.Delivered
+			d, err = s.srv.st.Append(s.ctx, r.mb.ID, m.Raw, m.Flags, m.Keywords, m.InternalDate)
+			r.ds = []store.Delivered{d}
+		} else {
+			r.ds, err = s.srv.st.AppendBatch(s.ctx, r.mb.ID, r.msgs)
+		}
+		if r.err = storeErr(err, "mailbox"); r.err == err && err != nil {
+			r.err = fmt.Errorf("append to mailbox %d: %w", r.mb.ID, err)
+		}
+	}
+}
+
+// appended is the outcome of an APPEND: APPENDUID with its UIDs, or its
+// error.
+func (s *session) appended(r *appendReq) (string, string, error) {
+	if r.err != nil {
+		return "", "", r.err
+	}
+	if s.sel != nil && s.sel.mb.ID == r.mb.ID {
 		s.sel.dirty = true
 	}
-	uids := make([]uint32, len(ds))
-	for i, d := range ds {
+	uids := make([]uint32, len(r.ds))
+	for i, d := range r.ds {
 		uids[i] = d.UID
 	}
-	return fmt.Sprintf("APPENDUID %d %s", ds[0].UIDValidity, imapwire.FormatUIDs(uids)), "APPEND completed", nil
+	return fmt.Sprintf("APPENDUID %d %s", r.ds[0].UIDValidity, imapwire.FormatUIDs(uids)), "APPEND completed", nil
+}
+
+// Pipelined APPENDs stored together: at most maxAppendGroup commands, and
+// no more read ahead once appendGroupBytes of messages are held.
+const (
+	maxAppendGroup   = 64
+	appendGroupBytes = 8 << 20
+)
+
+// serveAppends answers an APPEND and those the client pipelined behind it
+// (sent without waiting for the responses, as synchronisers do with
+// LITERAL+, RFC 7888): the APPENDs already on the wire are read, stored
+// together (storeAppends: one commit per mailbox instead of one per
+// message) and answered in order, each as if it had run alone, with its
+// own APPENDUID or its own NO or BAD. No response leaves before the
+// commit, so OK still means the message is on disk.
+func (s *session) serveAppends(first *imapwire.Command) error {
+	cmds := []*imapwire.Command{first}
+	size := literalSize(first.Args)
+	var readErr error
+	for len(cmds) < maxAppendGroup && size < appendGroupBytes && s.appendFollows() {
+		c, err := s.r.ReadCommand()
+		if err != nil {
+			readErr = err // answered after the APPENDs before it
+			break
+		}
+		cmds = append(cmds, c)
+		size += literalSize(c.Args)
+	}
+	reqs := make([]*appendReq, len(cmds))
+	for i, c := range cmds {
+		reqs[i] = s.prepareAppend(&command{tag: c.Tag, name: c.Name, args: c.Args})
+	}
+	s.storeAppends(reqs)
+	for _, r := range reqs {
+		metrics.Commands.With(metrics.ProtoIMAP, r.cmd.label()).Inc()
+		code, text, err := s.appended(r)
+		if err := s.settle(s.complete(r.cmd, code, text, err)); err != nil {
+			return err
+		}
+	}
+	if readErr != nil {
+		_ = s.flush()
+		return s.readFailed(readErr)
+	}
+	return s.flush()
+}
+
+// appendFollows reports whether the client has already sent the start of
+// another APPEND command: a tag, a space and APPEND.
+func (s *session) appendFollows() bool {
+	b, _ := s.r.BufReader().Peek(min(s.r.Buffered(), 64))
+	sp := bytes.IndexByte(b, ' ')
+	return sp > 0 && len(b) > sp+7 && strings.EqualFold(string(b[sp+1:sp+8]), "APPEND ")
+}
+
+// literalSize is the number of octets in the literals of args.
+func literalSize(args []imapwire.Arg) int {
+	n := 0
+	for _, a := range args {
+		n += len(a.Lit) + literalSize(a.List)
+	}
+	return n
 }
 
 // parseAppendMessage parses one message of APPEND: [flag-list]

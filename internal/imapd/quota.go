@@ -47,19 +47,32 @@ func (s *session) writeQuota() error {
 	return nil
 }
 
-// checkAppendQuota refuses an APPEND of size octets that would take the
-// account over its STORAGE limit (RFC 9208 §5.1) with the OVERQUOTA
-// response code (RFC 9208 §4.3, RFC 5530 §3). It is checked before the
-// store writes, so a full account never gets a partial message.
-func (s *session) checkAppendQuota(size int64) error {
-	limit, used, err := s.srv.st.Quota(s.ctx, s.acct.ID)
-	if err != nil {
-		return fmt.Errorf("quota of account %d: %w", s.acct.ID, err)
+// checkAppendQuota refuses, with the OVERQUOTA response code (RFC 9208
+// §4.3, RFC 5530 §3), each APPEND not yet failed that would take the
+// account over its STORAGE limit (RFC 9208 §5.1) once the ones before it
+// are stored. It is checked before the store writes, so a full account
+// never gets a partial message.
+func (s *session) checkAppendQuota(reqs []*appendReq) {
+	var limit, used int64
+	var err error
+	queried := false
+	for _, r := range reqs {
+		if r.err != nil {
+			continue
+		}
+		if !queried {
+			limit, used, err = s.srv.st.Quota(s.ctx, s.acct.ID)
+			queried = true
+		}
+		switch {
+		case err != nil:
+			r.err = fmt.Errorf("quota of account %d: %w", s.acct.ID, err)
+		case limit > 0 && used+r.total > limit:
+			r.err = no("OVERQUOTA", "quota exceeded: the mailbox is full")
+		default:
+			used += r.total
+		}
 	}
-	if limit > 0 && used+size > limit {
-		return no("OVERQUOTA", "quota exceeded: the mailbox is full")
-	}
-	return nil
 }
 
 // checkCopyQuota refuses a COPY of the messages uids of mailbox src that

@@ -142,37 +142,13 @@ func (s *session) cleanup() {
 	s.conn.Close()
 }
 
-// serveOne reads and executes one command. A non-nil error ends the session.
+// serveOne reads and executes one command (with the APPENDs pipelined
+// behind it, see serveAppends). A non-nil error ends the session.
 func (s *session) serveOne() error {
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.timeout()))
 	cmd, err := s.r.ReadCommand()
 	if err != nil {
-		var pe *imapwire.Error
-		if !errors.As(err, &pe) {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				s.w.Untagged("BYE Autologout; idle for too long")
-				_ = s.flush()
-			}
-			return err
-		}
-		status := "BAD"
-		if pe.No {
-			status = "NO"
-		}
-		// The command could not be parsed: its name is not trusted.
-		metrics.Commands.With(metrics.ProtoIMAP, metrics.UnknownCommand).Inc()
-		metrics.CommandFailures.With(metrics.ProtoIMAP, metrics.UnknownCommand).Inc()
-		s.w.Tagged(pe.Tag, status, pe.Code, pe.Msg)
-		if pe.Fatal {
-			s.w.Untagged("BYE Too much data, closing connection")
-			_ = s.flush()
-			return fmt.Errorf("fatal command error: %w", pe)
-		}
-		if !pe.No {
-			return s.countBad()
-		}
-		return s.flush()
+		return s.readFailed(err)
 	}
 	if s.state == stateNotAuth {
 		s.preAuth++
@@ -182,9 +158,55 @@ func (s *session) serveOne() error {
 			return errors.New("too many commands before authentication")
 		}
 	}
-	res := s.dispatch(cmd)
+	if cmd.Name == "APPEND" && s.state != stateNotAuth && s.appendFollows() {
+		return s.serveAppends(cmd)
+	}
+	if err := s.settle(s.dispatch(cmd)); err != nil {
+		return err
+	}
+	return s.flush()
+}
+
+// readFailed answers a command that could not be read: a BAD or NO for
+// one that could not be parsed, and the end of the session for a broken
+// connection, a timeout or a fatal error.
+func (s *session) readFailed(err error) error {
+	var pe *imapwire.Error
+	if !errors.As(err, &pe) {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.w.Untagged("BYE Autologout; idle for too long")
+			_ = s.flush()
+		}
+		return err
+	}
+	status := "BAD"
+	if pe.No {
+		status = "NO"
+	}
+	// The command could not be parsed: its name is not trusted.
+	metrics.Commands.With(metrics.ProtoIMAP, metrics.UnknownCommand).Inc()
+	metrics.CommandFailures.With(metrics.ProtoIMAP, metrics.UnknownCommand).Inc()
+	s.w.Tagged(pe.Tag, status, pe.Code, pe.Msg)
+	if pe.Fatal {
+		s.w.Untagged("BYE Too much data, closing connection")
+		_ = s.flush()
+		return fmt.Errorf("fatal command error: %w", pe)
+	}
+	if !pe.No {
+		if err := s.countBad(); err != nil {
+			return err
+		}
+	}
+	return s.flush()
+}
+
+// settle does the bookkeeping after a command was answered: the counts
+// of bad commands and failed logins. A non-nil error ends the session
+// (with a BYE sent); otherwise the caller flushes.
+func (s *session) settle(res result) error {
 	if s.state == stateLogout {
-		return s.flush()
+		return nil // the caller flushes; run's loop ends
 	}
 	if res.status == "BAD" {
 		return s.countBad()
@@ -195,7 +217,7 @@ func (s *session) serveOne() error {
 		_ = s.flush()
 		return errors.New("too many authentication failures")
 	}
-	return s.flush()
+	return nil
 }
 
 func (s *session) countBad() error {
@@ -205,7 +227,7 @@ func (s *session) countBad() error {
 		_ = s.flush()
 		return errors.New("too many invalid commands")
 	}
-	return s.flush()
+	return nil
 }
 
 // result is the tagged response of a command.
@@ -268,6 +290,12 @@ func (s *session) dispatch(c *imapwire.Command) result {
 	if errors.Is(err, errAlreadyAnswered) {
 		return result{status: "OK"}
 	}
+	return s.complete(cmd, code, text, err)
+}
+
+// complete writes the tagged response of a handler's outcome: OK with
+// code and text, or the NO or BAD its error stands for.
+func (s *session) complete(cmd *command, code, text string, err error) result {
 	res := result{status: "OK", code: code, text: text}
 	if err != nil {
 		var re *respError

@@ -14,13 +14,22 @@ import (
 )
 
 // readTx opens a read transaction and checks that the mailbox exists, so
-// that a missing mailbox is ErrNotFound rather than an empty list.
-func (s *Store) readTx(ctx context.Context, mailboxID int64) (*sql.Tx, store.Mailbox, error) {
+// that a missing mailbox is ErrNotFound rather than an empty list. The
+// queries of more are prepared for the transaction (readStmts).
+func (s *Store) readTx(ctx context.Context, mailboxID int64, more ...*stmtRef) (*sql.Tx, store.Mailbox, error) {
+	mbq := &stmtRef{q: "SELECT " + mailboxCols + " FROM mailboxes WHERE id = ?"}
+	refs := append([]*stmtRef{mbq}, more...)
+	if err := s.readStmts(refs); err != nil {
+		return nil, store.Mailbox{}, err
+	}
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, store.Mailbox{}, fmt.Errorf("sqlite store: begin read: %w", err)
 	}
-	m, err := scanMailbox(tx.QueryRowContext(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE id = ?", mailboxID))
+	for _, r := range refs {
+		r.st = tx.StmtContext(s.ctx, r.st)
+	}
+	m, err := scanMailbox(mbq.st.QueryRowContext(ctx, mailboxID))
 	if err != nil {
 		tx.Rollback()
 		if errors.Is(err, sql.ErrNoRows) {
@@ -132,14 +141,18 @@ func (s *Store) Fetch(ctx context.Context, mailboxID int64, uids store.UIDSet, o
 // Changes lists the messages added or changed and the UIDs expunged after
 // sinceModSeq (RFC 7162 CONDSTORE / QRESYNC).
 func (s *Store) Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64) (store.Changes, error) {
-	tx, mb, err := s.readTx(ctx, mailboxID)
+	// Sessions ask after every command that changed their mailbox: the
+	// queries are prepared once (readStmts).
+	updated := &stmtRef{q: "SELECT " + metaCols + " FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mail.mailbox_id = ? AND mail.modseq > ? ORDER BY mail.uid"}
+	floorQ := &stmtRef{q: "SELECT expunged_floor FROM mailboxes WHERE id = ?"}
+	expunged := &stmtRef{q: "SELECT uid FROM expunged WHERE mailbox_id = ? AND modseq > ? ORDER BY uid"}
+	tx, mb, err := s.readTx(ctx, mailboxID, updated, floorQ, expunged)
 	if err != nil {
 		return store.Changes{}, err
 	}
 	defer tx.Rollback()
 	ch := store.Changes{HighestModSeq: mb.HighestModSeq, UIDNext: mb.UIDNext}
-	rows, err := tx.QueryContext(ctx, "SELECT "+metaCols+" FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mail.mailbox_id = ? AND mail.modseq > ? ORDER BY mail.uid",
-		mailboxID, int64(sinceModSeq))
+	rows, err := updated.st.QueryContext(ctx, mailboxID, int64(sinceModSeq))
 	if err != nil {
 		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
 	}
@@ -156,7 +169,7 @@ func (s *Store) Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64
 		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
 	}
 	var floor int64
-	if err := tx.QueryRowContext(ctx, "SELECT expunged_floor FROM mailboxes WHERE id = ?", mailboxID).Scan(&floor); err != nil {
+	if err := floorQ.st.QueryRowContext(ctx, mailboxID).Scan(&floor); err != nil {
 		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
 	}
 	if int64(sinceModSeq) < floor {
@@ -168,7 +181,7 @@ func (s *Store) Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64
 		}
 		return ch, nil
 	}
-	rows, err = tx.QueryContext(ctx, "SELECT uid FROM expunged WHERE mailbox_id = ? AND modseq > ? ORDER BY uid", mailboxID, int64(sinceModSeq))
+	rows, err = expunged.st.QueryContext(ctx, mailboxID, int64(sinceModSeq))
 	if err != nil {
 		return store.Changes{}, fmt.Errorf("sqlite store: changes: %w", err)
 	}

@@ -138,7 +138,8 @@ func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (stor
 	if err != nil {
 		return store.Mailbox{}, err
 	}
-	m, err := scanMailbox(s.rdb.QueryRowContext(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
+	// Looked up for every APPEND, COPY and SELECT: a cached statement.
+	m, err := scanMailbox(s.readRow(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Mailbox{}, fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -91,4 +92,26 @@ func (s *Store) learnWriterStmts(qs []string) {
 	for _, q := range qs {
 		s.wstmts.get(s.ctx, s.wdb, q)
 	}
+}
+
+// stmtRef names a constant query of a read transaction; readTx sets st to
+// its statement prepared for the transaction.
+type stmtRef struct {
+	q  string
+	st *sql.Stmt
+}
+
+// readStmts sets st of each ref to its query prepared on the read pool
+// (cached). It is called before a read transaction begins, since preparing
+// needs a free connection; the transaction then takes each statement with
+// Tx.StmtContext, which prepares it once per pooled connection.
+func (s *Store) readStmts(refs []*stmtRef) error {
+	for _, r := range refs {
+		st, err := s.rstmts.get(s.ctx, s.rdb, r.q)
+		if err != nil {
+			return fmt.Errorf("sqlite store: prepare read query: %w", err)
+		}
+		r.st = st
+	}
+	return nil
 }
