@@ -173,10 +173,17 @@ func (s *session) serveAppends(first *imapwire.Command) error {
 		reqs[i] = s.prepareAppend(&command{tag: c.Tag, name: c.Name, args: c.Args})
 	}
 	s.storeAppends(reqs)
-	for _, r := range reqs {
+	type outcome struct {
+		code, text string
+		err        error
+	}
+	outs := make([]outcome, len(reqs))
+	for i, r := range reqs { // all first: the first response's sync then reports every new message
+		outs[i].code, outs[i].text, outs[i].err = s.appended(r)
+	}
+	for i, r := range reqs {
 		metrics.Commands.With(metrics.ProtoIMAP, r.cmd.label()).Inc()
-		code, text, err := s.appended(r)
-		if err := s.settle(s.complete(r.cmd, code, text, err)); err != nil {
+		if err := s.settle(s.complete(r.cmd, outs[i].code, outs[i].text, outs[i].err)); err != nil {
 			return err
 		}
 	}
