@@ -242,11 +242,15 @@ func (t *target) loadPipelined(o options, msgs [][]byte) (float64, error) {
 		if err := c.w.Flush(); err != nil {
 			return 0, fmt.Errorf("send: %w", err)
 		}
-		if _, err := c.readResponse(tags[0]); err != nil {
-			return 0, fmt.Errorf("APPEND of message %d: %w", done+1, err)
+		// One response, and those that arrived with it, before the
+		// next commands go out in one write.
+		for first := true; first || len(tags) > 0 && c.r.Buffered() > 0; first = false {
+			if _, err := c.readResponse(tags[0]); err != nil {
+				return 0, fmt.Errorf("APPEND of message %d: %w", done+1, err)
+			}
+			tags = tags[1:]
+			done++
 		}
-		tags = tags[1:]
-		done++
 	}
 	el := time.Since(start)
 	rate := float64(len(msgs)) / el.Seconds()

@@ -19,7 +19,7 @@ import (
 // response listing the UID set (RFC 4315 §3). APPENDs a client pipelined
 // are stored together (serveAppends).
 func cmdAppend(s *session, cmd *command) (string, string, error) {
-	r := s.prepareAppend(cmd)
+	r := s.prepareAppend(cmd, nil)
 	s.storeAppends([]*appendReq{r})
 	return s.appended(r)
 }
@@ -35,10 +35,11 @@ type appendReq struct {
 	err   error
 }
 
-// prepareAppend parses an APPEND command and finds its mailbox. The whole
-// command is checked before anything is stored: a refused message refuses
-// all (RFC 3502 §6.3.11).
-func (s *session) prepareAppend(cmd *command) *appendReq {
+// prepareAppend parses an APPEND command and finds its mailbox (in known
+// when it was looked up for an APPEND before it, else in the store, adding
+// it to known when not nil). The whole command is checked before anything
+// is stored: a refused message refuses all (RFC 3502 §6.3.11).
+func (s *session) prepareAppend(cmd *command, known map[string]store.Mailbox) *appendReq {
 	r := &appendReq{cmd: cmd}
 	args := cmd.args
 	if len(args) < 2 {
@@ -62,11 +63,17 @@ func (s *session) prepareAppend(cmd *command) *appendReq {
 		r.msgs = append(r.msgs, m)
 		r.total += int64(len(m.Raw))
 	}
+	if mb, ok := known[name]; ok {
+		r.mb = mb
+		return r
+	}
 	if r.mb, err = s.srv.st.Mailbox(s.ctx, s.acct.ID, name); err != nil {
 		r.err = fmt.Errorf("append: %w", err)
 		if errors.Is(err, store.ErrNotFound) {
 			r.err = no("TRYCREATE", "mailbox does not exist")
 		}
+	} else if known != nil {
+		known[name] = r.mb
 	}
 	return r
 }
@@ -169,8 +176,9 @@ func (s *session) serveAppends(first *imapwire.Command) error {
 		size += literalSize(c.Args)
 	}
 	reqs := make([]*appendReq, len(cmds))
+	known := map[string]store.Mailbox{}
 	for i, c := range cmds {
-		reqs[i] = s.prepareAppend(&command{tag: c.Tag, name: c.Name, args: c.Args})
+		reqs[i] = s.prepareAppend(&command{tag: c.Tag, name: c.Name, args: c.Args}, known)
 	}
 	s.storeAppends(reqs)
 	type outcome struct {

@@ -57,14 +57,15 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 				return err
 			}
 			for i, nb := range nbs {
-				if rows[i].blobID, err = s.ensureBlob(w, nb); err != nil {
+				if rows[i].blobID, err = s.ensureBlob(w, nb, 1); err != nil {
 					return err
 				}
 			}
 			// The new rows go in as a COPY does: UIDs taken together, one
 			// MODSEQ for the command's messages (RFC 7162 §3.1 lets one
-			// command's changes share it), the blob references counted.
-			res, err := copyMail(w, rows, mb)
+			// command's changes share it); ensureBlob counted the
+			// references.
+			res, err := insertMail(w, rows, mb)
 			if err != nil {
 				return err
 			}

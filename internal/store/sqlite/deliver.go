@@ -119,7 +119,7 @@ func (s *Store) storeMessage(ctx context.Context, raw []byte, parsed *message.Pa
 		}
 		err = s.write(ctx, func(w *wtx) error {
 			out = make([]store.Delivered, 0, len(targets))
-			blobID, err := s.ensureBlob(w, nb)
+			blobID, err := s.ensureBlob(w, nb, len(targets))
 			if err != nil {
 				return err
 			}
@@ -129,9 +129,6 @@ func (s *Store) storeMessage(ctx context.Context, raw []byte, parsed *message.Pa
 					return err
 				}
 				out = append(out, d)
-			}
-			if _, err := w.exec("UPDATE blobs SET refcount = refcount + ? WHERE id = ?", len(targets), blobID); err != nil {
-				return fmt.Errorf("count blob references: %w", err)
 			}
 			return nil
 		})
@@ -145,29 +142,42 @@ func (s *Store) storeMessage(ctx context.Context, raw []byte, parsed *message.Pa
 	}
 }
 
-// ensureBlob returns the blob row for the content, inserting it (refcount 0,
-// the caller adds its references) if needed. It checks, under the write
-// lock, that the file is present: only the writer deletes files, so it stays
-// until the commit makes the reference count positive. A message kept in
-// the database (blobs.go) gets its bytes written with the row.
-func (s *Store) ensureBlob(w *wtx, nb *newBlob) (int64, error) {
+// ensureBlob returns the blob row for the content with refs references
+// added: a new row is inserted with refcount refs, an existing one (the
+// same content stored before) gets refs more. It checks, under the write
+// lock, that the file is present: only the writer deletes files, so it
+// stays until the commit makes the reference count positive. A message
+// kept in the database (blobs.go) gets its bytes written with the row.
+func (s *Store) ensureBlob(w *wtx, nb *newBlob, refs int) (int64, error) {
 	inline := s.inline(len(nb.raw))
 	if !inline {
 		if err := s.checkBlobFile(nb.sha); err != nil {
 			return 0, err
 		}
 	}
-	var id int64
-	err := w.queryRow("SELECT id FROM blobs WHERE sha256 = ?", nb.sha).Scan(&id)
-	if err == nil {
-		if inline {
-			err = s.keepInline(w, id, nb)
-		}
+	id, err := s.insertBlob(w, nb, refs)
+	if !errors.Is(err, sql.ErrNoRows) {
 		return id, err
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	// The content is stored already (ON CONFLICT DO NOTHING returned no row).
+	if err := w.queryRow("SELECT id FROM blobs WHERE sha256 = ?", nb.sha).Scan(&id); err != nil {
 		return 0, fmt.Errorf("look up blob: %w", err)
 	}
+	if _, err := w.exec("UPDATE blobs SET refcount = refcount + ? WHERE id = ?", refs, id); err != nil {
+		return 0, fmt.Errorf("count blob references: %w", err)
+	}
+	if inline {
+		err = s.keepInline(w, id, nb)
+	}
+	return id, err
+}
+
+// insertBlob inserts the rows of a new blob with refcount refs, or returns
+// sql.ErrNoRows when a blob of the same content exists. Inserting first
+// and looking up only on conflict costs new content, the common case, one
+// statement less.
+func (s *Store) insertBlob(w *wtx, nb *newBlob, refs int) (int64, error) {
+	inline := s.inline(len(nb.raw))
 	p := nb.parsed
 	var date any // NULL when the message has no usable Date:
 	var offset int
@@ -177,11 +187,15 @@ func (s *Store) ensureBlob(w *wtx, nb *newBlob) (int64, error) {
 	}
 	msgID := strings.TrimSpace(p.Envelope.MessageID)
 	msgID = strings.TrimSuffix(strings.TrimPrefix(msgID, "<"), ">")
-	err = w.queryRow(`INSERT INTO blobs (sha256, size, refcount, subject, from_addr, to_addr, cc_addr, bcc_addr,
+	var id int64
+	err := w.queryRow(`INSERT INTO blobs (sha256, size, refcount, subject, from_addr, to_addr, cc_addr, bcc_addr,
 		date, date_offset, message_id, in_reply_to, refs, parsed)
-		VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		nb.sha, nb.size, p.Subject, p.From, p.To, p.Cc, p.Bcc, date, offset, msgID,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING RETURNING id`,
+		nb.sha, nb.size, refs, p.Subject, p.From, p.To, p.Cc, p.Bcc, date, offset, msgID,
 		strings.TrimSpace(p.Envelope.InReplyTo), strings.Join(p.References, " "), nb.json).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("insert blob: %w", err)
 	}

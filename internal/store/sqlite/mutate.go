@@ -131,10 +131,25 @@ func (s *Store) StoreFlags(ctx context.Context, mailboxID int64, uids store.UIDS
 	return out, err
 }
 
-// copyMail copies rows into dst with new UIDs in the order of rows (COPY
-// and MOVE pass them in source-UID order), one new MODSEQ in dst, and
-// bumps the blob reference counts.
+// copyMail copies rows into dst (insertMail) and bumps the blob
+// reference counts.
 func copyMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, error) {
+	res, err := insertMail(w, rows, dst)
+	if err != nil {
+		return res, err
+	}
+	for _, r := range rows {
+		if _, err := w.exec("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", r.blobID); err != nil {
+			return res, fmt.Errorf("copy message: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// insertMail inserts rows into dst with new UIDs in the order of rows
+// (COPY and MOVE pass them in source-UID order) and one new MODSEQ in dst.
+// The caller counts the blob references.
+func insertMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, error) {
 	res := store.CopyResult{UIDValidity: dst.UIDValidity}
 	if len(rows) == 0 {
 		return res, nil
@@ -151,10 +166,7 @@ func copyMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, erro
 		uid := first + uint32(i)
 		if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
 			dst.ID, uid, ms, r.flags, joinKeywords(r.keywords), r.idate, r.blobID); err != nil {
-			return res, fmt.Errorf("copy message: %w", err)
-		}
-		if _, err := w.exec("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", r.blobID); err != nil {
-			return res, fmt.Errorf("copy message: %w", err)
+			return res, fmt.Errorf("insert message: %w", err)
 		}
 		res.SourceUIDs = append(res.SourceUIDs, r.uid)
 		res.DestUIDs = append(res.DestUIDs, uid)

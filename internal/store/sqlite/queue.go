@@ -48,12 +48,9 @@ func (s *Store) Enqueue(ctx context.Context, e store.QueueEntry, raw []byte) (st
 			return e, fmt.Errorf("sqlite store: enqueue: %w", err)
 		}
 		err = s.write(ctx, func(w *wtx) error {
-			blobID, err := s.ensureBlob(w, nb)
+			blobID, err := s.ensureBlob(w, nb, 1)
 			if err != nil {
 				return err
-			}
-			if _, err := w.exec("UPDATE blobs SET refcount = refcount + 1 WHERE id = ?", blobID); err != nil {
-				return fmt.Errorf("count blob reference: %w", err)
 			}
 			var id int64
 			if err := w.queryRow(`INSERT INTO queue (mail_from, account_id, blob_id, created, next_attempt, attempts, delay_notified)
