@@ -74,7 +74,9 @@
 // queued, runs each in its own SAVEPOINT inside one BEGIN IMMEDIATE
 // transaction, commits once and then answers all callers (group commit). A
 // request that fails is rolled back to its savepoint without affecting the
-// others. SQLITE_BUSY (another process, such as the admin CLI, holding the
+// others. A request alone in its batch runs without a savepoint (the
+// transaction rolls back if it fails): SQLite copies every page changed
+// under a savepoint into a sub-journal first. SQLITE_BUSY (another process, such as the admin CLI, holding the
 // write lock) is retried with back-off for up to Options.BusyTimeout.
 // Requests do not pay for copying the WAL into the database file: a
 // checkpointer goroutine runs PASSIVE checkpoints on a connection of its own
