@@ -21,7 +21,7 @@ import (
 func cmdAppend(s *session, cmd *command) (string, string, error) {
 	r := s.prepareAppend(cmd, nil)
 	s.storeAppends([]*appendReq{r})
-	return s.appended(r)
+	return appended(r)
 }
 
 // appendReq is one APPEND command on its way: parsed and checked, then
@@ -82,7 +82,8 @@ func (s *session) prepareAppend(cmd *command, known map[string]store.Mailbox) *a
 // order: the quota is checked as if each ran after the ones before it
 // (quota.go), then each run of APPENDs into one mailbox is stored in one
 // AppendBatch, one commit. When that fails, its APPENDs are stored one by
-// one, so that each meets only its own error.
+// one, so that each meets only its own error. The selected mailbox is
+// marked for the sync before the next response when it got messages.
 func (s *session) storeAppends(reqs []*appendReq) {
 	s.checkAppendQuota(reqs)
 	var ok []*appendReq
@@ -98,6 +99,11 @@ func (s *session) storeAppends(reqs []*appendReq) {
 		}
 		s.storeRun(ok[:n])
 		ok = ok[n:]
+	}
+	for _, r := range reqs {
+		if r.err == nil && s.sel != nil && s.sel.mb.ID == r.mb.ID {
+			s.sel.dirty = true
+		}
 	}
 }
 
@@ -134,12 +140,9 @@ func (s *session) storeRun(run []*appendReq) {
 
 // appended is the outcome of an APPEND: APPENDUID with its UIDs, or its
 // error.
-func (s *session) appended(r *appendReq) (string, string, error) {
+func appended(r *appendReq) (string, string, error) {
 	if r.err != nil {
 		return "", "", r.err
-	}
-	if s.sel != nil && s.sel.mb.ID == r.mb.ID {
-		s.sel.dirty = true
 	}
 	uids := make([]uint32, len(r.ds))
 	for i, d := range r.ds {
@@ -180,18 +183,11 @@ func (s *session) serveAppends(first *imapwire.Command) error {
 	for i, c := range cmds {
 		reqs[i] = s.prepareAppend(&command{tag: c.Tag, name: c.Name, args: c.Args}, known)
 	}
-	s.storeAppends(reqs)
-	type outcome struct {
-		code, text string
-		err        error
-	}
-	outs := make([]outcome, len(reqs))
-	for i, r := range reqs { // all first: the first response's sync then reports every new message
-		outs[i].code, outs[i].text, outs[i].err = s.appended(r)
-	}
-	for i, r := range reqs {
+	s.storeAppends(reqs) // the first response's sync reports every new message
+	for _, r := range reqs {
 		metrics.Commands.With(metrics.ProtoIMAP, r.cmd.label()).Inc()
-		if err := s.settle(s.complete(r.cmd, outs[i].code, outs[i].text, outs[i].err)); err != nil {
+		code, text, err := appended(r)
+		if err := s.settle(s.complete(r.cmd, code, text, err)); err != nil {
 			return err
 		}
 	}
