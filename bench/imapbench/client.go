@@ -203,6 +203,14 @@ func (c *client) sendAppend(mailbox string, dates []time.Time, msgs [][]byte) (s
 	return tag, nil
 }
 
+// recreate creates mailbox name, deleting it first if an interrupted run
+// left it behind.
+func (c *client) recreate(name string) error {
+	c.cmd("DELETE %s", quote(name))
+	_, err := c.cmd("CREATE %s", quote(name))
+	return err
+}
+
 func quote(s string) string {
 	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
 }

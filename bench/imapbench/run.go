@@ -175,9 +175,8 @@ func (t *target) loadMulti(o options, msgs [][]byte) (float64, error) {
 		fmt.Printf("%s: no MULTIAPPEND capability; the batched load is skipped\n", t.name)
 		return 0, nil
 	}
-	mbox := o.mailbox + "-multi"    // Dovecot refuses "." in names (its separator)
-	c.cmd("DELETE %s", quote(mbox)) // a leftover of an interrupted run
-	if _, err := c.cmd("CREATE %s", quote(mbox)); err != nil {
+	mbox := o.mailbox + "-multi" // Dovecot refuses "." in names (its separator)
+	if err := c.recreate(mbox); err != nil {
 		return 0, err
 	}
 	batch := o.multiAppend
@@ -208,8 +207,8 @@ func (t *target) loadMulti(o options, msgs [][]byte) (float64, error) {
 const pipelineLoadHeader = "X-Imapbench-Load: pipeline\r\n"
 
 // loadPipelined APPENDs the messages again into mailbox+"-pipe", one
-// message per command, keeping up to depth commands sent ahead of their
-// responses (as mbsync and other synchronisers pipeline, with LITERAL+,
+// message per command, keeping up to o.pipeline commands sent ahead of
+// their responses (as mbsync and other synchronisers pipeline, with LITERAL+,
 // RFC 7888), then deletes that mailbox. It returns the rate, or 0 when the
 // server does not advertise LITERAL+.
 func (t *target) loadPipelined(o options, msgs [][]byte) (float64, error) {
@@ -219,8 +218,7 @@ func (t *target) loadPipelined(o options, msgs [][]byte) (float64, error) {
 		return 0, nil
 	}
 	mbox := o.mailbox + "-pipe"
-	c.cmd("DELETE %s", quote(mbox)) // a leftover of an interrupted run
-	if _, err := c.cmd("CREATE %s", quote(mbox)); err != nil {
+	if err := c.recreate(mbox); err != nil {
 		return 0, err
 	}
 	// Selected, as in the first load (Dovecot opens a mailbox that is not

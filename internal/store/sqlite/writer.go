@@ -213,8 +213,8 @@ func (s *Store) writer() {
 }
 
 // runBatch runs the batch in one transaction, one savepoint per job when
-// there are several, and answers every job. SQLITE_BUSY anywhere restarts the whole batch, with
-// back-off, until Options.BusyTimeout.
+// there are several, and answers every job. SQLITE_BUSY anywhere restarts
+// the whole batch, with back-off, until Options.BusyTimeout.
 func (s *Store) runBatch(batch []*job) {
 	live := batch[:0:0]
 	for _, j := range batch {
