@@ -231,9 +231,17 @@ SyncState *
 	setLocalFlags(t, maildir, paths["12"], "R")
 	fromServer := []byte("X-Interop-ID: server-new\r\nFrom: a@test.local\r\nSubject: new on the server\r\n\r\nhello\r\n")
 	appendAll(t, srv, user, "INBOX", [][]byte{fromServer})
-	fromClient := "X-Interop-ID: client-new\nFrom: b@test.local\nSubject: new in the Maildir\n\nhello from mbsync\n"
-	if err := os.WriteFile(filepath.Join(maildir, "new", "1700000000.interop.local"), []byte(fromClient), 0o600); err != nil {
-		t.Fatal(err)
+	// New messages in the Maildir: mbsync uploads them with pipelined
+	// APPENDs (isync's PipelineDepth is unlimited by default), which the
+	// server stores together.
+	const nClient = 12
+	fromClient := map[string]string{}
+	for i := range nClient {
+		id := fmt.Sprintf("client-new-%d", i)
+		fromClient[id] = fmt.Sprintf("X-Interop-ID: %s\nFrom: b@test.local\nSubject: new in the Maildir %d\n\nhello from mbsync\n", id, i)
+		if err := os.WriteFile(filepath.Join(maildir, "new", fmt.Sprintf("17000000%02d.interop.local", i)), []byte(fromClient[id]), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sync("changes on both sides")
 
@@ -241,31 +249,33 @@ SyncState *
 		"0": `\Flagged`, "1": `\Flagged`, "2": `\Flagged`,
 		"3": `\Answered \Seen`, "4": `\Answered \Seen`,
 		"10": `\Seen`, "11": `\Flagged \Seen`, "12": `\Answered`,
-		"5": "", "client-new": "", "server-new": "",
+		"5": "", "server-new": "",
+	}
+	for id := range fromClient {
+		want[id] = ""
 	}
 	remote := serverFlags(t, c)
 	_, local := localState(t, maildir)
-	if len(remote) != len(msgs)+2 || len(local) != len(msgs)+2 {
-		t.Errorf("after the second sync: %d messages on the server, %d in the Maildir, want %d", len(remote), len(local), len(msgs)+2)
+	if n := len(msgs) + 1 + nClient; len(remote) != n || len(local) != n {
+		t.Errorf("after the second sync: %d messages on the server, %d in the Maildir, want %d", len(remote), len(local), n)
 	}
 	for id, w := range want {
 		if remote[id] != w || local[id] != w {
 			t.Errorf("message %s: flags %q on the server, %q in the Maildir, want %q", id, remote[id], local[id], w)
 		}
 	}
-	all := fetchAll(t, c, "INBOX")
-	found := false
-	for _, b := range all {
-		if interopID(b) == "client-new" {
+	arrived := 0
+	for _, b := range fetchAll(t, c, "INBOX") {
+		if m, ok := fromClient[interopID(b)]; ok {
 			// mbsync adds X-TUID to the header of a message it uploads.
-			found = string(dropTUID(toLF(b))) == fromClient
-			if !found {
-				t.Errorf("the message from the Maildir arrived as %q", clip(string(b), 300))
+			if string(dropTUID(toLF(b))) != m {
+				t.Errorf("the message %s from the Maildir arrived as %q", interopID(b), clip(string(b), 300))
 			}
+			arrived++
 		}
 	}
-	if !found {
-		t.Error("the message added to the Maildir is not on the server")
+	if arrived != nClient {
+		t.Errorf("%d of the %d messages added to the Maildir are on the server", arrived, nClient)
 	}
 
 	// 3. Nothing left to do: a third sync changes nothing on either side.
