@@ -155,7 +155,7 @@ func (s *Store) ensureBlob(w *wtx, nb *newBlob, refs int) (int64, error) {
 			return 0, err
 		}
 	}
-	id, err := s.insertBlob(w, nb, refs)
+	id, err := s.insertBlob(w, nb, refs, inline)
 	if !errors.Is(err, sql.ErrNoRows) {
 		return id, err
 	}
@@ -172,12 +172,11 @@ func (s *Store) ensureBlob(w *wtx, nb *newBlob, refs int) (int64, error) {
 	return id, err
 }
 
-// insertBlob inserts the rows of a new blob with refcount refs, or returns
-// sql.ErrNoRows when a blob of the same content exists. Inserting first
-// and looking up only on conflict costs new content, the common case, one
-// statement less.
-func (s *Store) insertBlob(w *wtx, nb *newBlob, refs int) (int64, error) {
-	inline := s.inline(len(nb.raw))
+// insertBlob inserts the rows of a new blob with refcount refs (and its
+// bytes when inline), or returns sql.ErrNoRows when a blob of the same
+// content exists. Inserting first and looking up only on conflict costs
+// new content, the common case, one statement less.
+func (s *Store) insertBlob(w *wtx, nb *newBlob, refs int, inline bool) (int64, error) {
 	p := nb.parsed
 	var date any // NULL when the message has no usable Date:
 	var offset int

@@ -199,9 +199,7 @@ func (s *Store) dsn(readOnly bool) string {
 	} else {
 		// The checkpointer checkpoints; commits only as a backstop
 		// (walBackstop, writer.go).
-		// temp_store: the sub-journals of the writer's savepoints
-		// (writer.go) in memory rather than in temporary files.
-		p += fmt.Sprintf("&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(%d)&_pragma=temp_store(MEMORY)&_txlock=immediate", walBackstop)
+		p += fmt.Sprintf("&_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate", walBackstop)
 	}
 	return p
 }
