@@ -212,9 +212,15 @@ func (s *Store) writer() {
 	}
 }
 
-// runBatch runs the batch in one transaction, one savepoint per job when
-// there are several, and answers every job. SQLITE_BUSY anywhere restarts
-// the whole batch, with back-off, until Options.BusyTimeout.
+// runBatch runs the batch in one transaction and answers every job. The
+// jobs run without savepoints: inside one, SQLite copies every page a job
+// changes into a sub-journal first (a temporary file), which cost a third
+// of the writer's time on a load of APPENDs and most of the bytes a
+// delivery to many recipients wrote. A job that fails takes the
+// transaction down with it: it gets its error, and the others run again,
+// this time each in a savepoint of its own, so that a second failure
+// costs no third run. SQLITE_BUSY anywhere restarts the whole batch, with
+// back-off, until Options.BusyTimeout.
 func (s *Store) runBatch(batch []*job) {
 	live := batch[:0:0]
 	for _, j := range batch {
@@ -236,13 +242,19 @@ func (s *Store) runBatch(batch []*job) {
 		// Make the relaxed commits durable before a request acts on them.
 		err = s.syncRelaxedCtx(ctx)
 	}
-	if err == nil {
-		err = retryBusy(ctx, func() error { return s.tryBatch(live, relaxed) })
+	for savepoints := false; err == nil && len(live) > 0; savepoints = true {
+		err = retryBusy(ctx, func() error { return s.tryBatch(live, relaxed, savepoints) })
+		var failed *jobFailed
+		if !errors.As(err, &failed) {
+			break
+		}
+		// The request's own error; nothing was committed.
+		j := live[failed.index]
+		j.err, j.events, err = markNoSpace(failed.err), nil, nil
+		close(j.done)
+		live = slices.Delete(live, failed.index, failed.index+1)
 	}
-	var failed *jobFailed
-	if errors.As(err, &failed) { // the request's own error, nothing committed
-		live[0].err, err = failed.err, nil
-	} else if err == nil {
+	if err == nil && len(live) > 0 {
 		s.batches.Add(1)
 		s.batchJobs.Add(int64(len(live)))
 		s.afterCommit(relaxed, len(live))
@@ -277,10 +289,12 @@ func (s *Store) runBatch(batch []*job) {
 	}
 }
 
-// tryBatch makes one attempt at committing the batch. A job's own error is
-// kept in the job (its savepoint rolled back); only an error that dooms the
-// whole transaction is returned.
-func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
+// tryBatch makes one attempt at committing the batch. Without savepoints
+// the first job to fail ends the attempt with a *jobFailed (the deferred
+// Rollback undoes the others). With savepoints (and more than one job) a
+// job's own error is kept in the job, its savepoint rolled back; only an
+// error that dooms the whole transaction is returned.
+func (s *Store) tryBatch(batch []*job, relaxed, savepoints bool) (err error) {
 	ctx := context.Background()
 	if err := s.setSynchronous(ctx, !relaxed); err != nil {
 		return err
@@ -298,32 +312,25 @@ func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
 		return err
 	}
 	stmts := &batchStmts{tx: tx, m: map[string]*sql.Stmt{}, shared: &s.wstmts}
-	if len(batch) == 1 {
-		// One request: the transaction stands for its savepoint. Inside
-		// a savepoint SQLite copies every page a request changes into a
-		// sub-journal first (a temporary file), which cost a third of
-		// the writer's time on a load of APPENDs.
-		j := batch[0]
+	savepoints = savepoints && len(batch) > 1
+	for i, j := range batch {
 		j.err, j.events = nil, nil
-		w := &wtx{tx: tx, ctx: ctx, stmts: stmts}
-		if jerr := runJob(j, w); jerr != nil {
-			if isBusy(jerr) {
-				return jerr
+		if savepoints {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
+				return fmt.Errorf("savepoint: %w", err)
 			}
-			return &jobFailed{jerr} // rolled back by the deferred Rollback
-		}
-		j.events = w.events
-		return s.commitBatch(ctx, tx, stmts)
-	}
-	for _, j := range batch {
-		j.err, j.events = nil, nil
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT job"); err != nil {
-			return fmt.Errorf("savepoint: %w", err)
 		}
 		w := &wtx{tx: tx, ctx: ctx, stmts: stmts}
 		jerr := runJob(j, w)
 		if jerr != nil && isBusy(jerr) {
 			return jerr
+		}
+		if !savepoints {
+			if jerr != nil {
+				return &jobFailed{index: i, err: jerr}
+			}
+			j.events = w.events
+			continue
 		}
 		if jerr != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO job"); err != nil {
@@ -343,9 +350,12 @@ func (s *Store) tryBatch(batch []*job, relaxed bool) (err error) {
 	return s.commitBatch(ctx, tx, stmts)
 }
 
-// jobFailed: the one request of a batch failed, and the transaction was
-// rolled back with it; nothing was committed.
-type jobFailed struct{ err error }
+// jobFailed: the request batch[index] failed with err, and the transaction
+// was rolled back with it; nothing was committed.
+type jobFailed struct {
+	index int
+	err   error
+}
 
 func (e *jobFailed) Error() string { return e.err.Error() }
 
@@ -548,7 +558,7 @@ func (s *Store) syncRelaxedCtx(ctx context.Context) error {
 	if s.rx.pending.Load() == 0 {
 		return nil
 	}
-	err := retryBusy(ctx, func() error { return s.tryBatch(nil, false) })
+	err := retryBusy(ctx, func() error { return s.tryBatch(nil, false, false) })
 	if err != nil {
 		return fmt.Errorf("sync relaxed commits: %w", err)
 	}
