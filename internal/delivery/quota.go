@@ -62,12 +62,15 @@ type quotaUse struct {
 // then deferred, as for any store failure.
 func (p *Pipeline) checkQuotas(ctx context.Context, rcpts []store.Recipient, size int64) (kept []store.Recipient, keptUse []quotaUse, refused []quotaUse, err error) {
 	for _, r := range rcpts {
-		limit, used, err := p.st.Quota(ctx, r.AccountID)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("quota of account %d: %w", r.AccountID, err)
+		u := quotaUse{accountID: r.AccountID}
+		if p.dir.Limited(r.AccountID) {
+			limit, used, err := p.st.Quota(ctx, r.AccountID)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("quota of account %d: %w", r.AccountID, err)
+			}
+			u.limit, u.used = limit, used
 		}
-		u := quotaUse{accountID: r.AccountID, limit: limit, used: used}
-		if overQuota(limit, used, size) {
+		if overQuota(u.limit, u.used, size) {
 			refused = append(refused, u)
 			continue
 		}
@@ -89,6 +92,9 @@ func (p *Pipeline) CheckQuota(ctx context.Context, address string, size int64) e
 		return nil
 	}
 	for _, id := range r.Accounts {
+		if !p.dir.Limited(id) {
+			return nil // room without limit
+		}
 		limit, used, err := p.st.Quota(ctx, id)
 		if err != nil {
 			return fmt.Errorf("quota of account %d: %w", id, err)

@@ -18,6 +18,19 @@ func quotaEnv(rcpts ...string) Envelope {
 // storedSize is the size testMessage has in the mailbox.
 var storedSize = int64(len("Return-Path: <sender@remote.test>\r\n" + testMessage))
 
+// setQuota sets an account's limit and reloads the directory, which
+// carries the limits, as the running server's poll does.
+func (f *fixture) setQuota(t *testing.T, addr string, bytes int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.st.SetQuota(ctx, addr, bytes); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.dir.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // notices returns the subjects of the quota notices in an INBOX.
 func (f *fixture) notices(t *testing.T, addr string) []string {
 	t.Helper()
@@ -35,9 +48,7 @@ func TestQuotaRefusesAndAcceptsAfterExpunge(t *testing.T) {
 	ctx := context.Background()
 	alice := f.ids["alice@example.com"]
 	// Room for two messages, not three.
-	if err := f.st.SetQuota(ctx, "alice@example.com", 2*storedSize+storedSize/2); err != nil {
-		t.Fatal(err)
-	}
+	f.setQuota(t, "alice@example.com", 2*storedSize+storedSize/2)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	f.pipe.now = func() time.Time { return now }
 	for i := range 2 {
@@ -95,9 +106,7 @@ func TestQuotaPartialAndUnlimited(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	// alice has no room at all; bob (no limit) shares the alias with her.
-	if err := f.st.SetQuota(ctx, "alice@example.com", storedSize-1); err != nil {
-		t.Fatal(err)
-	}
+	f.setQuota(t, "alice@example.com", storedSize-1)
 	got, err := f.pipe.Deliver(ctx, quotaEnv("team@example.com"), []byte(testMessage))
 	if err != nil {
 		t.Fatalf("delivery to the alias: %v", err)
@@ -127,9 +136,7 @@ func TestQuotaPermanentRefusal(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.pipe.WithQuotaPermanent(true)
-	if err := f.st.SetQuota(ctx, "carol@example.com", 10); err != nil {
-		t.Fatal(err)
-	}
+	f.setQuota(t, "carol@example.com", 10)
 	_, err := f.pipe.Deliver(ctx, quotaEnv("carol@example.com"), []byte(testMessage))
 	var re *RejectError
 	if !errors.As(err, &re) || re.Code != 552 || re.Enhanced != [3]int{5, 2, 2} || re.Temporary() {
@@ -144,9 +151,7 @@ func TestQuotaWarningAt90Percent(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	// One message takes bob to 95 %.
-	if err := f.st.SetQuota(ctx, "bob@example.com", storedSize*100/95); err != nil {
-		t.Fatal(err)
-	}
+	f.setQuota(t, "bob@example.com", storedSize*100/95)
 	if _, err := f.pipe.Deliver(ctx, quotaEnv("bob@example.com"), []byte(testMessage)); err != nil {
 		t.Fatalf("Deliver: %v", err)
 	}

@@ -134,6 +134,19 @@ func (v *View) IsLocalDomain(domain string) bool {
 	return ok
 }
 
+// Limited reports whether the account has a storage limit, so that its
+// usage must be read before a delivery; unlimited accounts need no read.
+// A change of limit reaches it with the directory, within PollInterval.
+// Before the first load every account counts as limited.
+func (v *View) Limited(accountID int64) bool {
+	s := v.snap.Load()
+	if s.version < 0 {
+		return true
+	}
+	_, ok := s.limited[accountID]
+	return ok
+}
+
 // Resolve says who receives mail sent to address. Matching is
 // case-insensitive. In order:
 //  1. an enabled account or an alias with exactly this address;

@@ -236,6 +236,23 @@ func TestReloadOnVersionChange(t *testing.T) {
 	})
 }
 
+// TestLimited: the accounts with a storage limit are known from the
+// directory, a new limit after the next load; before the first load every
+// account counts as limited.
+func TestLimited(t *testing.T) {
+	f := &fakeStore{dir: testDirectory()}
+	if !New(f, quiet()).Limited(10) {
+		t.Fatal("account unlimited before the first load")
+	}
+	f.set(func(d *store.Directory) { d.Accounts[1].QuotaBytes = 1 << 20 })
+	v := startView(t, f)
+	if v.Limited(10) || !v.Limited(11) {
+		t.Fatalf("Limited(10), Limited(11) = %v, %v; want false, true", v.Limited(10), v.Limited(11))
+	}
+	f.set(func(d *store.Directory) { d.Accounts[0].QuotaBytes = 1 })
+	waitFor(t, "new limit known", func() bool { return v.Limited(10) })
+}
+
 func TestNoReloadWithoutVersionChange(t *testing.T) {
 	f := &fakeStore{dir: testDirectory()}
 	startView(t, f)

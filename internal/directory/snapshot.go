@@ -28,6 +28,8 @@ type snapshot struct {
 	// aliases maps an alias address (or "@domain" for a catch-all) to its
 	// expansion. An expansion may be empty (all targets gone).
 	aliases map[string]Resolution
+	// limited holds the accounts with a storage limit (QuotaBytes > 0).
+	limited map[int64]struct{}
 }
 
 func emptySnapshot() *snapshot {
@@ -48,6 +50,7 @@ func buildSnapshot(d store.Directory) *snapshot {
 		accounts: make(map[string]Resolution, len(d.Accounts)),
 		disabled: map[string]struct{}{},
 		aliases:  make(map[string]Resolution, len(d.Aliases)),
+		limited:  map[int64]struct{}{},
 	}
 	for _, dom := range d.Domains {
 		name := strings.ToLower(dom.Name)
@@ -56,6 +59,9 @@ func buildSnapshot(d store.Directory) *snapshot {
 	}
 	sort.Strings(s.domainList)
 	for _, a := range d.Accounts {
+		if a.QuotaBytes > 0 {
+			s.limited[a.ID] = struct{}{}
+		}
 		addr := normalize(a.Address)
 		if a.Disabled {
 			s.disabled[addr] = struct{}{}

@@ -418,6 +418,9 @@ func TestFullMailboxRefusedAtRCPT(t *testing.T) {
 	if err := e.st.SetQuota(context.Background(), "bob@example.com", 1); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.dir.Reload(context.Background()); err != nil { // as the directory's poll does
+		t.Fatal(err)
+	}
 	c := dial(t, e.addr)
 	c.expect("EHLO client.test", 250)
 	c.expect("MAIL FROM:<sender@remote.test> SIZE=100", 250)

@@ -98,6 +98,7 @@ type Account struct {
 	DisplayName  string
 	Disabled     bool
 	Created      time.Time
+	QuotaBytes   int64 // storage limit (Quotas); 0 is unlimited
 }
 
 // Alias maps one address to targets. Address "@example.com" is the
@@ -665,6 +666,8 @@ const QuotaNoticeInterval = 24 * time.Hour
 type Quotas interface {
 	// SetQuota sets the account's limit in bytes; 0 means unlimited.
 	// ErrNotFound for an unknown address, ErrInvalid for a negative size.
+	// The limit is part of the directory (Account.QuotaBytes): setting it
+	// bumps the directory version.
 	SetQuota(ctx context.Context, address string, bytes int64) error
 	// Quota returns the account's limit (0: unlimited) and its usage in
 	// bytes; ErrNotFound for an unknown account. It is one indexed read.

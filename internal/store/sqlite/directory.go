@@ -211,12 +211,12 @@ func (s *Store) RemoveAccount(ctx context.Context, address string) error {
 	return err
 }
 
-const accountCols = "id, address, domain_id, password_hash, display_name, disabled, created"
+const accountCols = "id, address, domain_id, password_hash, display_name, disabled, created, quota_bytes"
 
 func scanAccount(sc interface{ Scan(...any) error }) (store.Account, error) {
 	var a store.Account
 	var created int64
-	err := sc.Scan(&a.ID, &a.Address, &a.DomainID, &a.PasswordHash, &a.DisplayName, &a.Disabled, &created)
+	err := sc.Scan(&a.ID, &a.Address, &a.DomainID, &a.PasswordHash, &a.DisplayName, &a.Disabled, &created, &a.QuotaBytes)
 	a.Created = time.Unix(created, 0)
 	return a, err
 }

@@ -19,7 +19,8 @@ import (
 // primary-key lookups and one row update to each mail row written. The
 // counter also needs no change to the write paths in the other files.
 
-// SetQuota sets accounts.quota_bytes; 0 is unlimited.
+// SetQuota sets accounts.quota_bytes; 0 is unlimited. It is a directory
+// change: the bump of the directory version makes running servers reload it.
 func (s *Store) SetQuota(ctx context.Context, address string, bytes int64) error {
 	if bytes < 0 {
 		return fmt.Errorf("quota %d: %w", bytes, store.ErrInvalid)
@@ -36,7 +37,9 @@ func (s *Store) SetQuota(ctx context.Context, address string, bytes int64) error
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("account %q: %w", addr, store.ErrNotFound)
 		}
-		return nil
+		// The directory carries the limits (store.Account.QuotaBytes),
+		// so that deliveries read no usage of unlimited accounts.
+		return bumpDirectory(w)
 	})
 }
 

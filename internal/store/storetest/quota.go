@@ -34,8 +34,22 @@ func testSetQuota(t *testing.T, s store.Store) {
 	if l, u, err := s.Quota(c, f.accounts[0].ID); err != nil || l != 0 || u != 0 {
 		t.Fatalf("new account Quota = %d, %d, %v; want 0 (unlimited), 0", l, u, err)
 	}
+	v0, err := s.DirectoryVersion(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.SetQuota(c, "USER0@Example.org", 500<<20); err != nil {
 		t.Fatalf("SetQuota: %v", err)
+	}
+	// The limit is part of the directory, under a new version.
+	d, err := s.Directory(c)
+	if err != nil || d.Version <= v0 {
+		t.Fatalf("directory version %d after SetQuota (%v); want more than %d", d.Version, err, v0)
+	}
+	for _, a := range d.Accounts {
+		if want := map[int64]int64{f.accounts[0].ID: 500 << 20}[a.ID]; a.QuotaBytes != want {
+			t.Fatalf("directory account %s QuotaBytes = %d; want %d", a.Address, a.QuotaBytes, want)
+		}
 	}
 	if l, _, err := s.Quota(c, f.accounts[0].ID); err != nil || l != 500<<20 {
 		t.Fatalf("Quota after SetQuota = %d, %v; want %d", l, err, 500<<20)
