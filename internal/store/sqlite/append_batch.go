@@ -17,7 +17,7 @@ import (
 // of a delivery): the files, if any, are written (and fsynced) first, then
 // one request inserts every blob and mail row, so the whole
 // batch costs one commit and one WAL fsync; any error rolls all of it back
-// (the request's savepoint), leaving at most files without rows, which the
+// (with the transaction, or the request's savepoint), leaving at most files without rows, which the
 // collector removes as after a crash. UIDs are consecutive, in the order of
 // msgs.
 func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.AppendMessage) ([]store.Delivered, error) {

@@ -71,12 +71,13 @@
 // transaction is on disk (except the relaxed class, below). Reads use a pool of read-only connections and
 // never wait for the writer. All writes go through one writer goroutine that
 // owns the single write connection: it takes every write request that is
-// queued, runs each in its own SAVEPOINT inside one BEGIN IMMEDIATE
-// transaction, commits once and then answers all callers (group commit). A
-// request that fails is rolled back to its savepoint without affecting the
-// others. A request alone in its batch runs without a savepoint (the
-// transaction rolls back if it fails): SQLite copies every page changed
-// under a savepoint into a sub-journal first. SQLITE_BUSY (another process, such as the admin CLI, holding the
+// queued, runs them in one BEGIN IMMEDIATE transaction, commits once and
+// then answers all callers (group commit). The requests run without
+// savepoints (SQLite would copy every page changed under a savepoint into
+// a sub-journal first): a request that fails rolls the transaction back
+// and gets its error, and the others run again, each in a SAVEPOINT of its
+// own this time, so that one failure never affects another request and a
+// second costs no third run. SQLITE_BUSY (another process, such as the admin CLI, holding the
 // write lock) is retried with back-off for up to Options.BusyTimeout.
 // Requests do not pay for copying the WAL into the database file: a
 // checkpointer goroutine runs PASSIVE checkpoints on a connection of its own
