@@ -804,3 +804,65 @@ func TestCheckpointOffTheCommitPath(t *testing.T) {
 		t.Fatalf("no checkpoint 10 s after a commit")
 	}
 }
+
+// TestGroupWait: after a commit of several requests, the writer waits
+// GroupWait for more before the next commit; after a lone one it does not.
+func TestGroupWait(t *testing.T) {
+	o := testOptions()
+	o.GroupWait = 2 * time.Second
+	s, err := Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	a := mustAccount(t, s, "u@example.org")
+	deliver := func(i int) error {
+		_, err := s.Deliver(ctx, store.Delivery{Raw: testMsg(i), Recipients: []store.Recipient{{AccountID: a.ID}}})
+		return err
+	}
+	// A lone request after a lone commit (mustAccount's) is not held.
+	start := time.Now()
+	if err := deliver(0); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a lone delivery took %v; the group wait is only for concurrent ones", d)
+	}
+	// Two requests queued behind a held one commit together ...
+	release := make(chan struct{})
+	held := make(chan struct{})
+	go s.write(ctx, func(w *wtx) error {
+		close(held)
+		<-release
+		return nil
+	})
+	<-held
+	errs := make(chan error, 4)
+	for i := 1; i <= 2; i++ {
+		go func() { errs <- deliver(i) }()
+		for k := 0; len(s.jobs) < i && k < 500; k++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	b0 := s.batches.Load()
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ... so the next commit waits: two deliveries 100 ms apart share it.
+	b1 := s.batches.Load()
+	go func() { errs <- deliver(3) }()
+	time.Sleep(100 * time.Millisecond)
+	go func() { errs <- deliver(4) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.batches.Load(); b1-b0 != 2 || got-b1 != 1 {
+		t.Fatalf("commits: %d for the held request and the queued pair, %d for the spaced pair; want 2 and 1", b1-b0, got-b1)
+	}
+}

@@ -32,6 +32,12 @@ type Options struct {
 	// MaxBatch is the largest number of write requests committed in one
 	// transaction; 0 means 256.
 	MaxBatch int
+	// GroupWait is how long the writer waits for more requests before a
+	// commit when the previous commit carried more than one (so requests
+	// are arriving concurrently): a longer commit shares its fsync and
+	// its rewritten index pages among more deliveries, the idea of
+	// PostgreSQL's commit_delay. 0 means 1 ms; negative never waits.
+	GroupWait time.Duration
 	// CollectInterval is how often the background collector removes blobs
 	// that no message references any more; 0 means 1 minute, negative
 	// disables the background collector (Open still collects once).
@@ -63,6 +69,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
+	}
+	if o.GroupWait == 0 {
+		o.GroupWait = time.Millisecond
 	}
 	if o.CollectInterval == 0 {
 		o.CollectInterval = time.Minute
