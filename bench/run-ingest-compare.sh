@@ -190,7 +190,7 @@ if want pi; then
 		echo "== pi-class (taskset -c 0, GOMAXPROCS=1, GOMEMLIMIT=256MiB), repetition $rep  (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 		pim -label "pi/burst-8k" -users user3@bench.test -n 50 -conns 10 -watch -imap-poll 10ms | grep -v '^{' || echo pi/burst-8k failed
 		pim -label "pi/burst-64k" -users user3@bench.test -n 50 -conns 10 -size 65536 -watch -imap-poll 10ms | grep -v '^{' || echo pi/burst-64k failed
-		pim -label "pi/closed-50" -users "$users" -conns 50 -duration "${DUR}s" | grep -v '^{' || echo pi/closed-50 failed
+		pim -label "pi/closed-50" -users "$users" -conns 50 -duration "${DUR}s" -settle 3m | grep -v '^{' || echo pi/closed-50 failed
 	done
 	echo "== pi-class spaced: 50 x 8 KiB 1 s apart"
 	pim -label "pi/spaced-8k" -users user3@bench.test -n 50 -conns 10 -interval 1s -watch -imap-poll 10ms | grep -v '^{' || echo pi/spaced-8k failed
