@@ -396,20 +396,27 @@ func TestTwoProcesses(t *testing.T) {
 	}
 }
 
+// holdWriter occupies the writer with a request until release is called,
+// so that the requests queued meanwhile make one batch.
+func holdWriter(s *Store) (release func()) {
+	ch := make(chan struct{})
+	held := make(chan struct{})
+	go s.write(context.Background(), func(w *wtx) error {
+		close(held)
+		<-ch
+		return nil
+	})
+	<-held
+	return func() { close(ch) }
+}
+
 // TestGroupCommit queues deliveries while the writer is held and checks that
 // they are committed together.
 func TestGroupCommit(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	a := mustAccount(t, s, "u@example.org")
-	release := make(chan struct{})
-	held := make(chan struct{})
-	go s.write(ctx, func(w *wtx) error { // occupies the writer
-		close(held)
-		<-release
-		return nil
-	})
-	<-held
+	release := holdWriter(s)
 	b0, j0 := s.batches.Load(), s.batchJobs.Load()
 	const n = 10
 	var wg sync.WaitGroup
@@ -426,7 +433,7 @@ func TestGroupCommit(t *testing.T) {
 	for i := 0; len(s.jobs) < n && i < 500; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	close(release)
+	release()
 	wg.Wait()
 	close(errc)
 	for err := range errc {
@@ -450,14 +457,7 @@ func TestFailedRequestDoesNotSpoilBatch(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	a := mustAccount(t, s, "u@example.org")
-	release := make(chan struct{})
-	held := make(chan struct{})
-	go s.write(ctx, func(w *wtx) error {
-		close(held)
-		<-release
-		return nil
-	})
-	<-held
+	release := holdWriter(s)
 	b0 := s.batches.Load()
 	// Queued in this order: good, bad, good, bad. A bad delivery's
 	// second recipient does not exist, so its blob and first mail row
@@ -479,7 +479,7 @@ func TestFailedRequestDoesNotSpoilBatch(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	close(release)
+	release()
 	wg.Wait()
 	for i, err := range errs {
 		if i%2 == 1 && !errors.Is(err, store.ErrNotFound) || i%2 == 0 && err != nil {
@@ -830,14 +830,7 @@ func TestGroupWait(t *testing.T) {
 		t.Fatalf("a lone delivery took %v; the group wait is only for concurrent ones", d)
 	}
 	// Two requests queued behind a held one commit together ...
-	release := make(chan struct{})
-	held := make(chan struct{})
-	go s.write(ctx, func(w *wtx) error {
-		close(held)
-		<-release
-		return nil
-	})
-	<-held
+	release := holdWriter(s)
 	errs := make(chan error, 4)
 	for i := 1; i <= 2; i++ {
 		go func() { errs <- deliver(i) }()
@@ -846,7 +839,7 @@ func TestGroupWait(t *testing.T) {
 		}
 	}
 	b0 := s.batches.Load()
-	close(release)
+	release()
 	for range 2 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
