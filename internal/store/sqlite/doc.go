@@ -72,7 +72,10 @@
 // never wait for the writer. All writes go through one writer goroutine that
 // owns the single write connection: it takes every write request that is
 // queued, runs them in one BEGIN IMMEDIATE transaction, commits once and
-// then answers all callers (group commit). The requests run without
+// then answers all callers (group commit). When the previous commit
+// carried more than one request, the writer waits up to
+// Options.GroupWait (1 ms) for more before it begins, so concurrent
+// deliveries share a commit and its fsync. The requests run without
 // savepoints (SQLite would copy every page changed under a savepoint into
 // a sub-journal first): a request that fails rolls the transaction back
 // and gets its error, and the others run again, each in a SAVEPOINT of its
