@@ -410,6 +410,14 @@ func holdWriter(s *Store) (release func()) {
 	return func() { close(ch) }
 }
 
+// waitQueued waits (bounded, 5 s) until n requests are queued for the
+// writer.
+func waitQueued(s *Store, n int) {
+	for i := 0; len(s.jobs) < n && i < 500; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestGroupCommit queues deliveries while the writer is held and checks that
 // they are committed together.
 func TestGroupCommit(t *testing.T) {
@@ -429,10 +437,7 @@ func TestGroupCommit(t *testing.T) {
 			errc <- err
 		}()
 	}
-	// Wait (bounded) until all n are queued behind the held writer.
-	for i := 0; len(s.jobs) < n && i < 500; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitQueued(s, n)
 	release()
 	wg.Wait()
 	close(errc)
@@ -475,9 +480,7 @@ func TestFailedRequestDoesNotSpoilBatch(t *testing.T) {
 			defer wg.Done()
 			_, errs[i] = s.Deliver(ctx, store.Delivery{Raw: testMsg(i), Recipients: rcpts})
 		}()
-		for k := 0; len(s.jobs) < i+1 && k < 500; k++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitQueued(s, i+1)
 	}
 	release()
 	wg.Wait()
@@ -834,9 +837,7 @@ func TestGroupWait(t *testing.T) {
 	errs := make(chan error, 4)
 	for i := 1; i <= 2; i++ {
 		go func() { errs <- deliver(i) }()
-		for k := 0; len(s.jobs) < i && k < 500; k++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitQueued(s, i)
 	}
 	b0 := s.batches.Load()
 	release()

@@ -199,42 +199,49 @@ func (s *Store) writer() {
 			return
 		}
 		batch = append(batch[:0], j)
-	drain:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case j, ok := <-s.jobs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, j)
-			default:
-				break drain
-			}
-		}
-		// A lone request commits at once; under concurrent load the
-		// batch waits up to GroupWait for company. On 50 connections
+		// After a commit of one request the next commits at once; after
+		// a commit of several (concurrent load) the batch waits up to
+		// GroupWait for company. On 50 connections
 		// delivering 8 KB messages, commits carried ~2 deliveries
 		// without the wait; 1 ms of it gave +6 % msgs/s and 20 % fewer
 		// bytes written a message.
-		if last > 1 && len(batch) < s.opts.MaxBatch && s.opts.GroupWait > 0 {
+		var wait <-chan time.Time
+		if last > 1 && s.opts.GroupWait > 0 {
 			groupTimer.Reset(s.opts.GroupWait)
-		gather:
-			for len(batch) < s.opts.MaxBatch {
-				select {
-				case j, ok := <-s.jobs:
-					if !ok {
-						break gather
-					}
-					batch = append(batch, j)
-				case <-groupTimer.C:
-					break gather
-				}
-			}
-			groupTimer.Stop()
+			wait = groupTimer.C
 		}
+		batch = s.takeQueued(batch, wait)
+		groupTimer.Stop()
 		last = len(batch)
 		s.runBatch(batch)
 	}
+}
+
+// takeQueued adds queued requests to batch, up to MaxBatch: those queued now
+// when wait is nil, else all that come until wait fires.
+func (s *Store) takeQueued(batch []*job, wait <-chan time.Time) []*job {
+	for len(batch) < s.opts.MaxBatch {
+		var j *job
+		ok := true
+		if wait == nil {
+			select {
+			case j, ok = <-s.jobs:
+			default:
+				return batch
+			}
+		} else {
+			select {
+			case j, ok = <-s.jobs:
+			case <-wait:
+				return batch
+			}
+		}
+		if !ok {
+			return batch
+		}
+		batch = append(batch, j)
+	}
+	return batch
 }
 
 // runBatch runs the batch in one transaction and answers every job. The
