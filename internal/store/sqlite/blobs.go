@@ -36,7 +36,7 @@ const blobReadConns = 4
 
 // inline reports whether a message of n bytes is kept in the database.
 func (s *Store) inline(n int) bool {
-	return n <= s.opts.InlineMax && !testBeforeV5
+	return n <= s.opts.InlineMax && !testBefore(5)
 }
 
 // blobPath is the content address of a message file.

@@ -18,10 +18,14 @@ import (
 // collector removed an unreferenced file with the same content meanwhile.
 const maxBlobRetries = 3
 
-// testBeforeV5, set by tests, makes Deliver write a database of schema
-// version 4 (without the rows of blob_fetch, blob_addrs and blob_headers),
-// to test the migrations that fill them.
-var testBeforeV5 bool
+// testSchema, set by tests of the migrations, makes the write paths write
+// a database of that schema version: before 5 without the rows of
+// blob_fetch, blob_addrs and blob_headers, before 9 without
+// mail.created_modseq. 0 is the current version.
+var testSchema int
+
+// testBefore reports whether a test set a schema version older than v.
+func testBefore(v int) bool { return testSchema != 0 && testSchema < v }
 
 // testHookBlobWritten, when set by a test, runs between writing the file and
 // queueing the rows: the window in which the collector may strike.
@@ -198,7 +202,7 @@ func (s *Store) insertBlob(w *wtx, nb *newBlob, refs int, inline bool) (int64, e
 	if err != nil {
 		return 0, fmt.Errorf("insert blob: %w", err)
 	}
-	if testBeforeV5 {
+	if testBefore(5) {
 		return id, nil
 	}
 	// The narrow rows of the IMAP read paths (schema version 5).
@@ -268,6 +272,20 @@ func (s *Store) keepInline(w *wtx, id int64, nb *newBlob) error {
 	return insertBlobData(w, id, nb.raw)
 }
 
+// insertMailQ adds a mail row; its MODSEQ is also its created_modseq
+// (schema step 9).
+const insertMailQ = "INSERT INTO mail (mailbox_id, uid, modseq, created_modseq, flags, keywords, internal_date, blob_id) VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7)"
+
+// insertMail runs insertMailQ, or its schema 8 form for tests.
+func (w *wtx) insertMail(args ...any) error {
+	q := insertMailQ
+	if testBefore(9) {
+		q = "INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+	}
+	_, err := w.exec(q, args...)
+	return err
+}
+
 // insertMessage adds one mail row for a target: next UID, next MODSEQ.
 func insertMessage(w *wtx, t target, blobID, idate int64) (store.Delivered, error) {
 	mb, uid, modseq, err := claimSlot(w, t)
@@ -283,8 +301,7 @@ func insertMessage(w *wtx, t target, blobID, idate int64) (store.Delivered, erro
 	if err != nil {
 		return store.Delivered{}, err
 	}
-	if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		mb.ID, uid, modseq, t.flags, joinKeywords(t.keywords), idate, blobID); err != nil {
+	if err := w.insertMail(mb.ID, uid, modseq, t.flags, joinKeywords(t.keywords), idate, blobID); err != nil {
 		return store.Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
 	w.publish(mb.AccountID, mb.ID)

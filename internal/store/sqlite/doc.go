@@ -32,7 +32,9 @@
 //	blob_headers (blob_id, header)           per blob, for FETCH BODY[HEADER]
 //	blob_data  (blob_id, raw)                the message, when not in a file
 //	mail       (mailbox_id, uid, modseq, flags, keywords, internal_date,
-//	            blob_id)                     primary key (mailbox_id, uid)
+//	            blob_id, created_modseq)     primary key (mailbox_id, uid);
+//	                                         (mailbox_id, modseq) indexed for
+//	                                         the rows changed since creation
 //	expunged   (mailbox_id, uid, modseq)     tombstones for Changes / QRESYNC
 //	scram      (account_id, password_hash, salt, iterations, stored_key,
 //	            server_key)                  SCRAM-SHA-256 keys, valid only while
@@ -55,8 +57,11 @@
 //
 // Every change to a mailbox takes the next modification sequence of that
 // mailbox (mailboxes.highestmodseq + 1): the rows it touches (new mail rows,
-// changed flags, expunge tombstones) carry it, so Changes(since) is two
-// indexed range scans. UIDNEXT and HIGHESTMODSEQ only grow; a mailbox that is
+// changed flags, expunge tombstones) carry it, so Changes(since) is three
+// indexed range scans: the messages created after since (a UID suffix, as
+// UIDs and creation MODSEQs grow together), the older ones changed after
+// it (the modseq index), and the tombstones. A new message thus writes one
+// B-tree entry in its mailbox, not two (schema step 9). UIDNEXT and HIGHESTMODSEQ only grow; a mailbox that is
 // deleted and created again gets a new UIDVALIDITY (from a counter in meta
 // that is at least the current Unix time).
 //

@@ -138,12 +138,27 @@ func (s *Store) Fetch(ctx context.Context, mailboxID int64, uids store.UIDSet, o
 	return out, nil
 }
 
+// changedQ lists the messages of mailbox ?1 whose MODSEQ is above ?2, in
+// UID order, in two parts (schema step 9): those changed since their
+// creation, from the index that holds just them, and the unchanged ones
+// created after ?2, the UIDs above the last message created at or before
+// it (found by walking the primary key back from the end). INDEXED BY
+// keeps SQLite from reading the first part off the primary key, a scan of
+// the whole mailbox.
+const changedQ = `SELECT ` + metaCols + ` FROM mail INDEXED BY mail_modseq JOIN blobs b ON b.id = mail.blob_id
+	WHERE mail.mailbox_id = ?1 AND mail.modseq > ?2 AND mail.modseq <> mail.created_modseq
+UNION ALL
+SELECT ` + metaCols + ` FROM mail JOIN blobs b ON b.id = mail.blob_id
+	WHERE mail.mailbox_id = ?1 AND mail.modseq = mail.created_modseq AND mail.uid > coalesce((SELECT uid FROM mail
+		WHERE mailbox_id = ?1 AND created_modseq <= ?2 ORDER BY uid DESC LIMIT 1), 0)
+ORDER BY 1`
+
 // Changes lists the messages added or changed and the UIDs expunged after
 // sinceModSeq (RFC 7162 CONDSTORE / QRESYNC).
 func (s *Store) Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64) (store.Changes, error) {
 	// Sessions ask after every command that changed their mailbox: the
 	// queries are prepared once (readStmts).
-	updated := &stmtRef{q: "SELECT " + metaCols + " FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mail.mailbox_id = ? AND mail.modseq > ? ORDER BY mail.uid"}
+	updated := &stmtRef{q: changedQ}
 	floorQ := &stmtRef{q: "SELECT expunged_floor FROM mailboxes WHERE id = ?"}
 	expunged := &stmtRef{q: "SELECT uid FROM expunged WHERE mailbox_id = ? AND modseq > ? ORDER BY uid"}
 	tx, mb, err := s.readTx(ctx, mailboxID, updated, floorQ, expunged)

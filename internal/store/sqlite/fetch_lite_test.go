@@ -77,8 +77,8 @@ func testFetchLite(t *testing.T, migrate bool) {
 	dir := t.TempDir()
 	orig := migrations
 	if migrate {
-		migrations, testBeforeV5 = orig[:4], true
-		defer func() { migrations, testBeforeV5 = orig, false }()
+		migrations, testSchema = orig[:4], 4
+		defer func() { migrations, testSchema = orig, 0 }()
 	}
 	s, err := Open(dir, testOptions())
 	if err != nil {
@@ -109,7 +109,7 @@ func testFetchLite(t *testing.T, migrate bool) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		migrations, testBeforeV5 = orig, false
+		migrations, testSchema = orig, 0
 		if s, err = Open(dir, testOptions()); err != nil {
 			t.Fatalf("Open after upgrade: %v", err)
 		}

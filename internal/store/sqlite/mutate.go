@@ -164,8 +164,7 @@ func insertMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, er
 	}
 	for i, r := range rows {
 		uid := first + uint32(i)
-		if _, err := w.exec("INSERT INTO mail (mailbox_id, uid, modseq, flags, keywords, internal_date, blob_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-			dst.ID, uid, ms, r.flags, joinKeywords(r.keywords), r.idate, r.blobID); err != nil {
+		if err := w.insertMail(dst.ID, uid, ms, r.flags, joinKeywords(r.keywords), r.idate, r.blobID); err != nil {
 			return res, fmt.Errorf("insert message: %w", err)
 		}
 		res.SourceUIDs = append(res.SourceUIDs, r.uid)

@@ -58,8 +58,8 @@ func TestMigrationUndecodableParse(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	orig := migrations
-	migrations, testBeforeV5 = orig[:4], true
-	defer func() { migrations, testBeforeV5 = orig, false }()
+	migrations, testSchema = orig[:4], 4
+	defer func() { migrations, testSchema = orig, 0 }()
 	s, err := Open(dir, testOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestMigrationUndecodableParse(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	migrations, testBeforeV5 = orig, false
+	migrations, testSchema = orig, 0
 	if s, err = Open(dir, testOptions()); err != nil {
 		t.Fatalf("Open after upgrade: %v", err)
 	}

@@ -27,8 +27,8 @@ func TestQuotaMigration(t *testing.T) {
 	orig := migrations
 	t.Cleanup(func() { migrations = orig })
 	migrations = orig[:3]
-	testBeforeV5 = true
-	t.Cleanup(func() { testBeforeV5 = false })
+	testSchema = 3
+	t.Cleanup(func() { testSchema = 0 })
 	s, err := Open(dir, testOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestQuotaMigration(t *testing.T) {
 	}
 
 	migrations = orig
-	testBeforeV5 = false
+	testSchema = 0
 	s2, err := Open(dir, testOptions())
 	if err != nil {
 		t.Fatalf("Open after upgrade: %v", err)

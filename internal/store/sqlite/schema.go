@@ -297,6 +297,23 @@ WHEN NOT EXISTS (SELECT 1 FROM usage_hold WHERE mailbox_id = OLD.mailbox_id) BEG
 	WHERE id = (SELECT account_id FROM mailboxes WHERE id = OLD.mailbox_id);
 END;
 `,
+	// 9: a new message costs one index entry instead of two. A delivery
+	// to N mailboxes wrote two B-tree leaves per mailbox, the primary key
+	// of mail and the (mailbox_id, modseq) index, each once in the WAL and
+	// again at the checkpoint. mail.created_modseq is the MODSEQ a row was
+	// inserted with; the index now holds only the rows whose MODSEQ moved
+	// on since (flag changes). Inserts take a mailbox's UIDs and MODSEQs
+	// from its counters in one transaction, so that created_modseq never
+	// falls as the UID grows, and the messages created after a MODSEQ are
+	// a UID suffix of the mailbox, read backwards from the primary key
+	// (fetch.go's Changes). Rows from before this step have
+	// created_modseq 0: all of them are in the index, and the suffix ends
+	// before them.
+	`
+ALTER TABLE mail ADD COLUMN created_modseq INTEGER NOT NULL DEFAULT 0;
+DROP INDEX mail_modseq;
+CREATE INDEX mail_modseq ON mail(mailbox_id, modseq) WHERE modseq <> created_modseq;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -274,6 +275,91 @@ func testChanges(t *testing.T, s store.Store) {
 	}
 	_, err = s.Changes(c, 1<<40, 0)
 	wantErr(t, "Changes unknown mailbox", err, store.ErrNotFound)
+}
+
+// testChangesEverySince builds a mailbox history of every kind of change
+// (deliveries, appends, copies and moves in, flag changes on old and new
+// messages, expunges) and checks Changes after every MODSEQ against the
+// mailbox as Fetch reads it.
+func testChangesEverySince(t *testing.T, s store.Store) {
+	c := ctx(t)
+	f := setup(t, s, 2)
+	inbox := f.mailbox(t, 0, "INBOX")
+	arch := f.mailbox(t, 0, "Archive")
+	flag := func(uid uint32, fl store.Flags) {
+		t.Helper()
+		if _, err := s.StoreFlags(c, inbox.ID, store.UIDSet{{Start: uid, Stop: uid}}, store.FlagsAdd, fl, nil); err != nil {
+			t.Fatalf("StoreFlags %d: %v", uid, err)
+		}
+	}
+	f.deliver(t, 1, 0, 1)
+	f.deliver(t, 2, 0)
+	f.appendN(t, inbox, 3, 2) // UIDs 3, 4
+	CheckChanges(t, s, inbox.ID)
+	flag(2, store.FlagSeen)
+	f.appendN(t, arch, 10, 3)
+	if _, err := s.Copy(c, arch.ID, store.UIDSet{{Start: 1, Stop: 2}}, inbox.ID); err != nil { // 5, 6
+		t.Fatal(err)
+	}
+	flag(5, store.FlagFlagged)
+	if _, err := s.Move(c, arch.ID, store.UIDSet{{Start: 3, Stop: 3}}, inbox.ID); err != nil { // 7
+		t.Fatal(err)
+	}
+	CheckChanges(t, s, inbox.ID)
+	flag(1, store.FlagDeleted)
+	if _, err := s.Expunge(c, inbox.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.deliver(t, 20, 0, 1) // 8
+	flag(8, store.FlagAnswered)
+	flag(2, store.FlagAnswered)
+	f.deliver(t, 21, 0) // 9
+	CheckChanges(t, s, inbox.ID)
+}
+
+// CheckChanges checks Changes(mailboxID, m) for every m from 0 to the
+// mailbox's HIGHESTMODSEQ: its new and changed messages must be the
+// messages Fetch reads with a MODSEQ above m, in UID order, with their
+// MODSEQ and flags.
+func CheckChanges(t *testing.T, s store.Store, mailboxID int64) {
+	t.Helper()
+	c := ctx(t)
+	all, err := s.Fetch(c, mailboxID, nil, store.FetchOptions{})
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	ch, err := s.Changes(c, mailboxID, 0)
+	if err != nil {
+		t.Fatalf("Changes(0): %v", err)
+	}
+	for since := uint64(0); since <= ch.HighestModSeq; since++ {
+		got, err := s.Changes(c, mailboxID, since)
+		if err != nil {
+			t.Fatalf("Changes(%d): %v", since, err)
+		}
+		var want []store.MessageMeta
+		for _, m := range all {
+			if m.ModSeq > since {
+				want = append(want, m)
+			}
+		}
+		ok := len(got.Updated) == len(want)
+		for i := 0; ok && i < len(want); i++ {
+			g, w := got.Updated[i], want[i]
+			ok = g.UID == w.UID && g.ModSeq == w.ModSeq && g.Flags == w.Flags
+		}
+		if !ok {
+			t.Fatalf("Changes(%d).Updated = %v; want %v", since, uidModSeqs(got.Updated), uidModSeqs(want))
+		}
+	}
+}
+
+func uidModSeqs(ms []store.MessageMeta) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, fmt.Sprintf("%d@%d", m.UID, m.ModSeq))
+	}
+	return out
 }
 
 func testBlobReleased(t *testing.T, s store.Store) {

@@ -57,6 +57,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"Move", testMove},
 		{"Expunge", testExpunge},
 		{"ChangesSince", testChanges},
+		{"ChangesEverySince", testChangesEverySince},
 		{"CreateMailbox", testCreateMailbox},
 		{"RenameMailbox", testRenameMailbox},
 		{"RenameInbox", testRenameInbox},
