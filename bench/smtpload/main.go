@@ -61,6 +61,7 @@ type config struct {
 
 	pids      []int
 	settleMax time.Duration
+	quiet     time.Duration
 	jsonFile  string
 }
 
@@ -119,6 +120,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.wait, "wait", 2*time.Minute, "how long to wait for accepted messages to become visible")
 	fs.StringVar(&pids, "pids", "", "server PIDs (comma-separated) whose process trees are measured")
 	fs.DurationVar(&cfg.settleMax, "settle", 0, "after sending, wait at most this long for the server to go idle before reading its CPU")
+	fs.DurationVar(&cfg.quiet, "settle-quiet", 6*time.Second, "how long the server must stay idle for -settle (pimail defers up to 5 s of indexing)")
 	fs.StringVar(&cfg.jsonFile, "json", "", "append the JSON line to this file too")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -221,7 +223,7 @@ func run(cfg *config) (*report, error) {
 		rep.unseen = res.unseen(watched)
 	}
 	if pw != nil && cfg.settleMax > 0 {
-		rep.settled = settle(cfg.pids, cfg.settleMax)
+		rep.settled = settle(cfg.pids, cfg.settleMax, cfg.quiet)
 	}
 	if pw != nil {
 		rep.cpu, rep.written, rep.peakRSS, rep.procs, err = pw.delta()

@@ -200,24 +200,30 @@ func (p *procWatch) delta() (cpu float64, write, peak int64, procs int, err erro
 	return u.cpu - p.first.cpu, u.write - p.first.write, p.peak, u.procs, nil
 }
 
-// settle waits, at most limit, until the tree uses less than 2 % of a
-// core over half a second: Postfix keeps delivering from its queue after
-// the SMTP side has accepted everything, and that work belongs to the
-// run.
-func settle(roots []int, limit time.Duration) time.Duration {
+// settle waits, at most limit, until the tree has used less than 2 % of a
+// core in every half second for quiet, and returns how long the work went
+// on after the load ended. Postfix keeps delivering from its queue after
+// the SMTP side has accepted everything; pimail indexes new messages in
+// the background (small batches up to 5 s later) and checkpoints its WAL
+// when writes pause. That work belongs to the run, and must not spill into
+// the next one.
+func settle(roots []int, limit, quiet time.Duration) time.Duration {
 	start := time.Now()
 	prev, err := sampleTree(roots, false)
 	if err != nil {
 		return 0
 	}
+	busy := start
 	for time.Since(start) < limit {
 		time.Sleep(500 * time.Millisecond)
 		u, err := sampleTree(roots, false)
 		if err != nil {
 			return time.Since(start)
 		}
-		if u.cpu-prev.cpu < 0.01 {
-			return time.Since(start)
+		if u.cpu-prev.cpu >= 0.01 {
+			busy = time.Now()
+		} else if time.Since(busy) >= quiet {
+			return busy.Sub(start)
 		}
 		prev = u
 	}
