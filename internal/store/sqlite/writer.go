@@ -706,7 +706,7 @@ var testHookCommit func(synchronous int)
 // write connection still checkpoints by itself, at walBackstop pages: that
 // checkpoint copies only what the checkpointer has not, and the next write
 // starts the WAL over.
-const walBackstop = 4000 // pages: 16 MB at the default page size
+var walBackstop = 4000 // pages: 16 MB at the default page size; a variable for tests
 
 var (
 	checkpointQuiet = 500 * time.Millisecond
