@@ -43,32 +43,39 @@ func benchDeliver(b *testing.B, workers int) {
 	for i := range msgs {
 		msgs[i] = benchMsg(int64(i))
 	}
-	var next atomic.Int64
 	b0, j0 := s.batches.Load(), s.batchJobs.Load()
 	b.SetBytes(8192)
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				if _, err := s.Deliver(ctx, store.Delivery{Raw: msgs[i], Recipients: []store.Recipient{{AccountID: a.ID}}}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(b, workers, func(i int) error {
+		_, err := s.Deliver(ctx, store.Delivery{Raw: msgs[i], Recipients: []store.Recipient{{AccountID: a.ID}}})
+		return err
+	})
 	b.StopTimer()
 	if n := s.batches.Load() - b0; n > 0 {
 		b.ReportMetric(float64(s.batchJobs.Load()-j0)/float64(n), "deliveries/commit")
 	}
+}
+
+// inParallel runs fn(i) for every i below b.N on `workers` goroutines; a
+// worker stops at its first error, which fails the benchmark.
+func inParallel(b *testing.B, workers int, fn func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= b.N {
+					return
+				}
+				if err := fn(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func BenchmarkDeliver1(b *testing.B)  { benchDeliver(b, 1) }

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,36 +60,23 @@ func benchDeliverFrames(b *testing.B, rcpts int) {
 	defer dlog.Close()
 	wal := filepath.Join(dir, "pimail.db-wal")
 	start := walSize(b, wal)
-	var next atomic.Int64
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	for range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				d := store.Delivery{Raw: benchMsg(i)}
-				var to []string
-				for k := range rcpts {
-					a := accounts[(int(i)*7+k)%len(accounts)]
-					d.Recipients = append(d.Recipients, store.Recipient{AccountID: a.ID})
-					to = append(to, a.Address)
-				}
-				if _, err := s.Deliver(ctx, d); err != nil {
-					b.Error(err)
-					return
-				}
-				dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
-					MessageID: fmt.Sprintf("bench%d@x", i), Subject: fmt.Sprintf("bench %d", i),
-					From: "a@example.net", RemoteIP: "192.0.2.1", Reason: "250 queued"}, to)
-			}
-		}()
-	}
-	wg.Wait()
+	inParallel(b, 10, func(i int) error {
+		d := store.Delivery{Raw: benchMsg(int64(i))}
+		var to []string
+		for k := range rcpts {
+			a := accounts[(i*7+k)%len(accounts)]
+			d.Recipients = append(d.Recipients, store.Recipient{AccountID: a.ID})
+			to = append(to, a.Address)
+		}
+		if _, err := s.Deliver(ctx, d); err != nil {
+			return err
+		}
+		dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
+			MessageID: fmt.Sprintf("bench%d@x", i), Subject: fmt.Sprintf("bench %d", i),
+			From: "a@example.net", RemoteIP: "192.0.2.1", Reason: "250 queued"}, to)
+		return nil
+	})
 	if err := dlog.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
