@@ -89,8 +89,9 @@
 // write lock) is retried with back-off for up to Options.BusyTimeout.
 // Requests do not pay for copying the WAL into the database file: a
 // checkpointer goroutine runs PASSIVE checkpoints on a connection of its own
-// once the writer has been quiet for 500 ms, or 5 s into a stream of
-// writes; the write connection checkpoints by itself only when the WAL
+// once 64 commits are in the WAL and the writer has been quiet for 500 ms,
+// or 5 s into a stream of writes, and after 10 minutes without a commit
+// whatever the WAL holds; the write connection checkpoints by itself only when the WAL
 // reaches 4000 pages (a stream of writes that never lets the WAL start
 // over).
 //

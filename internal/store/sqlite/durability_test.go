@@ -783,29 +783,58 @@ func TestRelaxedRecoveryAfterPowerFailure(t *testing.T) {
 
 // TestCheckpointOffTheCommitPath: commits checkpoint only as a backstop
 // (wal_autocheckpoint=walBackstop rather than 1000); the checkpointer does,
-// once the writer is quiet.
+// once checkpointCommits commits are in the WAL and the writer is quiet, or
+// after checkpointIdle without a commit.
 func TestCheckpointOffTheCommitPath(t *testing.T) {
-	q := checkpointQuiet
-	checkpointQuiet = 10 * time.Millisecond
-	t.Cleanup(func() { checkpointQuiet = q })
-	s := openTest(t)
-	var ac int
-	if err := s.wdb.QueryRow("PRAGMA wal_autocheckpoint").Scan(&ac); err != nil || ac != walBackstop {
-		t.Fatalf("write connection wal_autocheckpoint = %d, %v; want %d", ac, err, walBackstop)
+	// setCheckpoints sets the checkpointer's thresholds for the next Open.
+	setCheckpoints := func(t *testing.T, commits int64, idle time.Duration) {
+		c, q, i := checkpointCommits, checkpointQuiet, checkpointIdle
+		checkpointCommits, checkpointQuiet, checkpointIdle = commits, 10*time.Millisecond, idle
+		t.Cleanup(func() { checkpointCommits, checkpointQuiet, checkpointIdle = c, q, i })
 	}
 	ctx := context.Background()
-	a := mustAccount(t, s, "u@example.org")
-	inbox := inboxOf(t, s, a)
-	n0 := s.checkpoints.Load()
-	if _, err := s.Append(ctx, inbox.ID, testMsg(1), 0, nil, time.Time{}); err != nil {
-		t.Fatal(err)
+	appendN := func(t *testing.T, s *Store, inbox int64, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := s.Append(ctx, inbox, testMsg(i), 0, nil, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	for i := 0; s.checkpoints.Load() == n0 && i < 1000; i++ { // bounded wait
-		time.Sleep(10 * time.Millisecond)
+	waitCheckpoint := func(t *testing.T, s *Store, n0 int64) {
+		t.Helper()
+		for i := 0; s.checkpoints.Load() == n0 && i < 1000; i++ { // bounded wait
+			time.Sleep(10 * time.Millisecond)
+		}
+		if s.checkpoints.Load() == n0 {
+			t.Fatalf("no checkpoint 10 s after the commits")
+		}
 	}
-	if s.checkpoints.Load() == n0 {
-		t.Fatalf("no checkpoint 10 s after a commit")
-	}
+	t.Run("Commits", func(t *testing.T) {
+		setCheckpoints(t, 20, time.Hour)
+		s := openTest(t)
+		var ac int
+		if err := s.wdb.QueryRow("PRAGMA wal_autocheckpoint").Scan(&ac); err != nil || ac != walBackstop {
+			t.Fatalf("write connection wal_autocheckpoint = %d, %v; want %d", ac, err, walBackstop)
+		}
+		inbox := inboxOf(t, s, mustAccount(t, s, "u@example.org")).ID
+		appendN(t, s, inbox, 1)
+		time.Sleep(300 * time.Millisecond) // 30 times checkpointQuiet
+		if n := s.checkpoints.Load(); n != 0 {
+			t.Fatalf("%d checkpoints after %d commits; want none before %d", n, s.commits.Load(), checkpointCommits)
+		}
+		appendN(t, s, inbox, 20)
+		waitCheckpoint(t, s, 0)
+	})
+	t.Run("Idle", func(t *testing.T) {
+		setCheckpoints(t, 1000, 100*time.Millisecond)
+		s := openTest(t)
+		inbox := inboxOf(t, s, mustAccount(t, s, "u@example.org")).ID
+		waitCheckpoint(t, s, 0) // the account's commits
+		n0 := s.checkpoints.Load()
+		appendN(t, s, inbox, 1)
+		waitCheckpoint(t, s, n0)
+	})
 }
 
 // TestGroupWait: after a commit of several requests, the writer waits

@@ -110,9 +110,10 @@ type Store struct {
 	// rx is the writer's bookkeeping of commits without fsync (writer.go).
 	rx relaxedState
 	// ckpt kicks the checkpointer (capacity 1); lastCommit is the time
-	// (Unix ns) of the last commit (writer.go).
+	// (Unix ns) of the last commit and commits their number (writer.go).
 	ckpt        chan struct{}
 	lastCommit  atomic.Int64
+	commits     atomic.Int64
 	checkpoints atomic.Int64 // checkpoints done, for tests
 	// Statements of hot constant queries, prepared once (stmtcache.go).
 	rstmts, bstmts, wstmts stmtCache

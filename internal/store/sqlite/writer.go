@@ -695,10 +695,19 @@ var testHookCommit func(synchronous int)
 // copying every page to the database file and two fsyncs (10-20 ms here,
 // more than an expunge or a delivery costs). The checkpointer goroutine
 // does it instead, on a connection of its own, as a PASSIVE checkpoint that
-// never blocks the writer or the readers: after the writer has been idle
-// for checkpointQuiet, or at the latest checkpointMax after a commit while
-// writes go on. The WAL is synced before it is copied (synchronous=FULL on
-// that connection), so relaxed commits only become more durable by it.
+// never blocks the writer or the readers: once checkpointCommits commits
+// are in the WAL, after the writer has been idle for checkpointQuiet, or at
+// the latest checkpointMax after the first of them while writes go on; with
+// fewer, after checkpointIdle without a commit. The WAL is synced before it
+// is copied (synchronous=FULL on that connection), so relaxed commits only
+// become more durable by it.
+//
+// A checkpoint copies every page changed since the last one once, however
+// often it changed: the last leaves of the indexes, the mailbox and
+// account rows, the database header. When mail trickles in, one message
+// at a time, a checkpoint after every message copied those again for each
+// (about 140 KB a message, half of all the server wrote); after
+// checkpointCommits commits they are copied once for all of them.
 //
 // A checkpoint that runs beside the writer rarely finds nothing new in the
 // WAL, and SQLite starts the WAL file over only after a complete one: under
@@ -709,14 +718,17 @@ var testHookCommit func(synchronous int)
 var walBackstop = 4000 // pages: 16 MB at the default page size; a variable for tests
 
 var (
-	checkpointQuiet = 500 * time.Millisecond
-	checkpointMax   = 5 * time.Second
+	checkpointCommits int64 = 64 // about SQLite's 1000 pages of one-message commits
+	checkpointQuiet         = 500 * time.Millisecond
+	checkpointMax           = 5 * time.Second
+	checkpointIdle          = 10 * time.Minute
 )
 
 // kickCheckpointer tells the checkpointer that a commit happened. It never
 // blocks.
 func (s *Store) kickCheckpointer() {
 	s.lastCommit.Store(time.Now().UnixNano())
+	s.commits.Add(1)
 	select {
 	case s.ckpt <- struct{}{}:
 	default:
@@ -726,6 +738,7 @@ func (s *Store) kickCheckpointer() {
 // checkpointer runs PASSIVE checkpoints (see above) until Close.
 func (s *Store) checkpointer() {
 	defer s.wg.Done()
+	var copied int64 // s.commits at the start of the last checkpoint
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -735,7 +748,10 @@ func (s *Store) checkpointer() {
 		first := time.Now()
 		for {
 			quiet := time.Since(time.Unix(0, s.lastCommit.Load()))
-			wait := min(checkpointQuiet-quiet, checkpointMax-time.Since(first))
+			wait := checkpointIdle - quiet
+			if s.commits.Load()-copied >= checkpointCommits {
+				wait = min(checkpointQuiet-quiet, checkpointMax-time.Since(first))
+			}
 			if wait <= 0 {
 				break
 			}
@@ -744,15 +760,12 @@ func (s *Store) checkpointer() {
 			case <-s.ctx.Done():
 				t.Stop()
 				return
+			case <-s.ckpt: // another commit: count again
+				t.Stop()
 			case <-t.C:
 			}
 		}
-		// Commits during the checkpoint kick again; drain the kick of
-		// the ones it covers now.
-		select {
-		case <-s.ckpt:
-		default:
-		}
+		copied = s.commits.Load()
 		if _, err := s.cdb.ExecContext(s.ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil && s.ctx.Err() == nil {
 			s.log.Warn("checkpoint", "err", err)
 		} else if err == nil {
