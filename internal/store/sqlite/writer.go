@@ -705,9 +705,9 @@ var testHookCommit func(synchronous int)
 // A checkpoint copies every page changed since the last one once, however
 // often it changed: the last leaves of the indexes, the mailbox and
 // account rows, the database header. When mail trickles in, one message
-// at a time, a checkpoint after every message copied those again for each
-// (about 140 KB a message, half of all the server wrote); after
-// checkpointCommits commits they are copied once for all of them.
+// at a time, a checkpoint after every message copied those again for each;
+// after checkpointCommits commits they are copied once for all of them (one
+// message a second: 218 KB written a message instead of 308).
 //
 // A checkpoint that runs beside the writer rarely finds nothing new in the
 // WAL, and SQLite starts the WAL file over only after a complete one: under
