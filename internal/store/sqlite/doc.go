@@ -61,9 +61,10 @@
 // indexed range scans: the messages created after since (a UID suffix, as
 // UIDs and creation MODSEQs grow together), the older ones changed after
 // it (the modseq index), and the tombstones. A new message thus writes one
-// B-tree entry in its mailbox, not two (schema step 9). UIDNEXT and HIGHESTMODSEQ only grow; a mailbox that is
-// deleted and created again gets a new UIDVALIDITY (from a counter in meta
-// that is at least the current Unix time).
+// B-tree entry in its mailbox, not two (schema step 9). UIDNEXT and
+// HIGHESTMODSEQ only grow; a mailbox that is deleted and created again
+// gets a new UIDVALIDITY (from a counter in meta that is at least the
+// current Unix time).
 //
 // The schema version is PRAGMA user_version. Open applies the missing
 // migration steps in one transaction; before it migrates a database that
@@ -91,9 +92,9 @@
 // checkpointer goroutine runs PASSIVE checkpoints on a connection of its own
 // once 64 commits are in the WAL and the writer has been quiet for 500 ms,
 // or 5 s into a stream of writes, and after 10 minutes without a commit
-// whatever the WAL holds; the write connection checkpoints by itself only when the WAL
-// reaches 4000 pages (a stream of writes that never lets the WAL start
-// over).
+// whatever the WAL holds; the write connection checkpoints by itself only
+// when the WAL reaches 4000 pages (a stream of writes that never lets the
+// WAL start over).
 //
 // A message up to Options.InlineMax goes into blob_data in the same
 // transaction as its rows, so the batch's one WAL fsync makes it durable.

@@ -748,9 +748,12 @@ func (s *Store) checkpointer() {
 		first := time.Now()
 		for {
 			quiet := time.Since(time.Unix(0, s.lastCommit.Load()))
-			wait := checkpointIdle - quiet
+			// Below the threshold, each commit may reach it: wake on
+			// kicks. Above it, only time matters, so that a stream of
+			// commits does not wake the checkpointer once each.
+			wait, kick := checkpointIdle-quiet, s.ckpt
 			if s.commits.Load()-copied >= checkpointCommits {
-				wait = min(checkpointQuiet-quiet, checkpointMax-time.Since(first))
+				wait, kick = min(checkpointQuiet-quiet, checkpointMax-time.Since(first)), nil
 			}
 			if wait <= 0 {
 				break
@@ -760,7 +763,7 @@ func (s *Store) checkpointer() {
 			case <-s.ctx.Done():
 				t.Stop()
 				return
-			case <-s.ckpt: // another commit: count again
+			case <-kick:
 				t.Stop()
 			case <-t.C:
 			}
