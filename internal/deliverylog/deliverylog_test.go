@@ -134,6 +134,8 @@ func TestHelpers(t *testing.T) {
 	var got []string
 	st := &recordStore{}
 	l := New(st, quiet(), Options{Retention: -1})
+	clock := time.Unix(1e9, 0)
+	l.now = func() time.Time { clock = clock.Add(time.Second); return clock }
 	l.LogEach(store.DeliveryLogEntry{Result: store.ResultAccepted}, []string{"a@x", "b@x"})
 	l.Close()
 	for _, e := range st.entries {
@@ -141,6 +143,9 @@ func TestHelpers(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "a@x,b@x" {
 		t.Fatalf("LogEach wrote %v", got)
+	}
+	if t0, t1 := st.entries[0].Time, st.entries[1].Time; t0.IsZero() || !t0.Equal(t1) {
+		t.Fatalf("LogEach times %v, %v; want one time", t0, t1)
 	}
 }
 

@@ -15,10 +15,14 @@ import (
 )
 
 // LogEach logs a copy of e for each recipient (To set to it): one line for
-// a message with many recipients.
+// a message with many recipients. The copies have one time, so that the
+// store keeps what they share once.
 func (l *Logger) LogEach(e store.DeliveryLogEntry, rcpts []string) {
 	if l == nil {
 		return
+	}
+	if e.Time.IsZero() {
+		e.Time = l.now()
 	}
 	for _, r := range rcpts {
 		e.To = r

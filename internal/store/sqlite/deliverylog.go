@@ -47,21 +47,38 @@ func (s *Store) LogDelivery(ctx context.Context, entries []store.DeliveryLogEntr
 func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) error {
 	now := time.Now()
 	err := s.writeRelaxed(ctx, func(w *wtx) error {
+		// The entries of one event (a message to several recipients) share
+		// an envelope row; entries of concurrent sessions may interleave.
+		envs := make(map[logEnv]int64, len(entries))
 		for _, e := range entries {
 			t := e.Time
 			if t.IsZero() {
 				t = now
 			}
-			if _, err := w.exec(`INSERT INTO delivery_log (time, message_id, queue_id, direction, from_addr, to_addr, remote_ip, subject, result, reason)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				t.UnixMilli(),
-				clip(normMessageID(e.MessageID), maxLogField),
-				e.QueueID,
-				string(e.Direction),
-				clip(strings.ToLower(strings.TrimSpace(e.From)), maxLogField),
+			k := logEnv{
+				time:      t.UnixMilli(),
+				messageID: clip(normMessageID(e.MessageID), maxLogField),
+				queueID:   e.QueueID,
+				direction: string(e.Direction),
+				from:      clip(strings.ToLower(strings.TrimSpace(e.From)), maxLogField),
+				remoteIP:  clip(strings.TrimSpace(e.RemoteIP), maxLogField),
+				subject:   clip(e.Subject, maxLogField),
+			}
+			env, ok := envs[k]
+			if !ok {
+				res, err := w.exec(`INSERT INTO delivery_env (time, message_id, queue_id, direction, from_addr, remote_ip, subject)
+					VALUES (?, ?, ?, ?, ?, ?, ?)`, k.time, k.messageID, k.queueID, k.direction, k.from, k.remoteIP, k.subject)
+				if err != nil {
+					return fmt.Errorf("insert delivery log envelope: %w", err)
+				}
+				if env, err = res.LastInsertId(); err != nil {
+					return fmt.Errorf("insert delivery log envelope: %w", err)
+				}
+				envs[k] = env
+			}
+			if _, err := w.exec(`INSERT INTO delivery_rcpt (env, to_addr, result, reason) VALUES (?, ?, ?, ?)`,
+				env,
 				clip(strings.ToLower(strings.TrimSpace(e.To)), maxLogField),
-				clip(strings.TrimSpace(e.RemoteIP), maxLogField),
-				clip(e.Subject, maxLogField),
 				string(e.Result),
 				clip(e.Reason, maxLogReason)); err != nil {
 				return fmt.Errorf("insert delivery log row: %w", err)
@@ -75,6 +92,13 @@ func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) 
 	return nil
 }
 
+// logEnv is a delivery_env row: what the entries of one event share.
+type logEnv struct {
+	time                                          int64
+	messageID, direction, from, remoteIP, subject string
+	queueID                                       int64
+}
+
 // normMessageID strips spaces and the angle brackets of a Message-ID.
 func normMessageID(id string) string {
 	id = strings.TrimSpace(id)
@@ -82,11 +106,13 @@ func normMessageID(id string) string {
 	return strings.TrimSuffix(id, ">")
 }
 
-const logCols = "id, time, message_id, queue_id, direction, from_addr, to_addr, remote_ip, subject, result, reason"
+// logSelect reads entries: a recipient row (r) with its envelope (e).
+const logSelect = `SELECT r.id, e.time, e.message_id, e.queue_id, e.direction, e.from_addr, r.to_addr, e.remote_ip,
+	e.subject, r.result, r.reason FROM delivery_rcpt r JOIN delivery_env e ON e.id = r.env`
 
 // SearchDeliveryLog answers newest first. Each form of Text is an equality
-// on an indexed column, so a search costs an index lookup even on a long
-// log; only the "@domain" form scans (within the time bounds).
+// on indexed columns, so a search costs index lookups even on a long log;
+// only the "@domain" form scans (within the time bounds).
 func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery) ([]store.DeliveryLogEntry, error) {
 	limit := q.Limit
 	if limit <= 0 {
@@ -101,26 +127,26 @@ func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery)
 		args = append(args, cargs...)
 	}
 	if q.Result != "" {
-		where = append(where, "result = ?")
+		where = append(where, "r.result = ?")
 		args = append(args, string(q.Result))
 	}
 	if !q.Since.IsZero() {
-		where = append(where, "time >= ?")
+		where = append(where, "e.time >= ?")
 		args = append(args, q.Since.UnixMilli())
 	}
 	if !q.Until.IsZero() {
-		where = append(where, "time < ?")
+		where = append(where, "e.time < ?")
 		args = append(args, q.Until.UnixMilli())
 	}
 	if q.Before > 0 {
-		where = append(where, "id < ?")
+		where = append(where, "r.id < ?")
 		args = append(args, q.Before)
 	}
-	sqlq := "SELECT " + logCols + " FROM delivery_log"
+	sqlq := logSelect
 	if len(where) > 0 {
 		sqlq += " WHERE " + strings.Join(where, " AND ")
 	}
-	sqlq += " ORDER BY id DESC LIMIT ?"
+	sqlq += " ORDER BY r.id DESC LIMIT ?"
 	args = append(args, limit)
 	rows, err := s.rdb.QueryContext(ctx, sqlq, args...)
 	if err != nil {
@@ -146,31 +172,36 @@ func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery)
 }
 
 // logTextCond turns the search text into a condition on indexed columns.
+// A condition on the envelope is a set of envelope ids (envIn), so that
+// SQLite can answer an OR of it and the recipient's address from the two
+// tables' indexes. The Message-ID and queue id indexes leave out empty
+// values, which the conditions repeat so that SQLite uses them.
 func logTextCond(text string) (string, []any) {
+	const envIn = "r.env IN (SELECT id FROM delivery_env WHERE "
+	const msgID = "(message_id = ? AND message_id <> '')"
 	low := strings.ToLower(text)
 	switch {
 	case strings.HasPrefix(low, "@") && len(low) > 1:
 		// The domain part of an address: LIKE with its wildcards escaped.
 		pat := "%" + likeEscaper.Replace(low)
-		return `(from_addr LIKE ? ESCAPE '\' OR to_addr LIKE ? ESCAPE '\')`, []any{pat, pat}
+		return `(e.from_addr LIKE ? ESCAPE '\' OR r.to_addr LIKE ? ESCAPE '\')`, []any{pat, pat}
 	case strings.Contains(low, "@") && !strings.HasPrefix(text, "<"):
 		// An address, or a message id without brackets (they contain @ too).
-		id := normMessageID(text)
-		return "(from_addr = ? OR to_addr = ? OR message_id = ?)", []any{low, low, id}
+		return "(r.to_addr = ? OR " + envIn + "from_addr = ? OR " + msgID + "))", []any{low, low, normMessageID(text)}
 	}
 	if n, err := strconv.ParseInt(text, 10, 64); err == nil && n > 0 {
-		return "(queue_id = ? OR message_id = ?)", []any{n, text}
+		return envIn + "(queue_id = ? AND queue_id <> 0) OR " + msgID + ")", []any{n, text}
 	}
-	id := normMessageID(text)
-	return "(message_id = ? OR remote_ip = ?)", []any{id, low}
+	return envIn + msgID + " OR remote_ip = ?)", []any{normMessageID(text), low}
 }
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // DeliveryLogCounts groups the rows since the given time by minute.
 func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store.DeliveryLogCount, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT time / 60000 AS m, direction, result, count(*)
-		FROM delivery_log WHERE time >= ? GROUP BY m, direction, result ORDER BY m`, since.UnixMilli())
+	rows, err := s.rdb.QueryContext(ctx, `SELECT e.time / 60000 AS m, e.direction, r.result, count(*)
+		FROM delivery_env e JOIN delivery_rcpt r ON r.env = e.id
+		WHERE e.time >= ? GROUP BY m, e.direction, r.result ORDER BY m`, since.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: count delivery log: %w", err)
 	}
@@ -197,25 +228,34 @@ func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store
 // long log never holds the writer (and deliveries) for long.
 const pruneChunk = 5000
 
-// PruneDeliveryLog deletes rows older than before, a chunk per write.
+// PruneDeliveryLog deletes entries older than before, a chunk of envelopes
+// (and their recipient rows) per write, and returns the entries deleted.
 func (s *Store) PruneDeliveryLog(ctx context.Context, before time.Time) (int64, error) {
+	// Both statements select the same oldest envelopes: (time, id) is the
+	// order of the time index, and the first statement changes no envelope.
+	const oldest = "(SELECT id FROM delivery_env WHERE time < ?1 ORDER BY time, id LIMIT ?2)"
 	var total int64
-	for i := 0; i < 1_000_000; i++ { // bounded: at most 5e9 rows
-		var n int64
+	for i := 0; i < 1_000_000; i++ { // bounded: at most 5e9 envelopes
+		var rows, envs int64
 		err := s.write(ctx, func(w *wtx) error {
-			res, err := w.exec(`DELETE FROM delivery_log WHERE id IN
-				(SELECT id FROM delivery_log WHERE time < ? ORDER BY time LIMIT ?)`, before.UnixMilli(), pruneChunk)
+			res, err := w.exec("DELETE FROM delivery_rcpt WHERE env IN "+oldest, before.UnixMilli(), pruneChunk)
 			if err != nil {
 				return fmt.Errorf("prune delivery log: %w", err)
 			}
-			n, err = res.RowsAffected()
+			if rows, err = res.RowsAffected(); err != nil {
+				return fmt.Errorf("prune delivery log: %w", err)
+			}
+			if res, err = w.exec("DELETE FROM delivery_env WHERE id IN "+oldest, before.UnixMilli(), pruneChunk); err != nil {
+				return fmt.Errorf("prune delivery log: %w", err)
+			}
+			envs, err = res.RowsAffected()
 			return err
 		})
 		if err != nil {
 			return total, fmt.Errorf("sqlite store: %w", err)
 		}
-		total += n
-		if n < pruneChunk {
+		total += rows
+		if envs < pruneChunk {
 			break
 		}
 	}

@@ -45,6 +45,12 @@
 //	                                         reference on its blob
 //	queue_rcpts (queue_id, idx, address, state, attempts, last_error,
 //	            last_attempt)                per-recipient delivery state
+//	delivery_env (id, time, message_id, queue_id, direction, from_addr,
+//	            remote_ip, subject)          delivery log: what the entries
+//	                                         of one event share
+//	delivery_rcpt (id, env, to_addr, result, reason)
+//	                                         delivery log: one entry per
+//	                                         recipient (id is the entry's)
 //
 // A blob row describes one distinct message: its size, the decoded header
 // fields an index and SEARCH need (as columns), and the JSON of

@@ -314,6 +314,46 @@ ALTER TABLE mail ADD COLUMN created_modseq INTEGER NOT NULL DEFAULT 0;
 DROP INDEX mail_modseq;
 CREATE INDEX mail_modseq ON mail(mailbox_id, modseq) WHERE modseq <> created_modseq;
 `,
+	// 10: the delivery log in two tables (deliverylog.go). A message to N
+	// recipients was N rows that each repeated its time, Message-ID,
+	// sender, client IP and subject, with six index entries a row: at 15
+	// recipients the log wrote more pages than the message's mailbox rows.
+	// delivery_env holds what the recipients of one logged event share,
+	// once; delivery_log keeps one narrow row a recipient, with its own id
+	// (the entries' ids and paging cursors are unchanged). The indexes on
+	// Message-ID and queue id leave out the empty values that most rows
+	// have (mail refused at RCPT, inbound mail). Old rows move over one
+	// envelope each, with their ids.
+	`
+CREATE TABLE delivery_env (
+	id         INTEGER PRIMARY KEY,
+	time       INTEGER NOT NULL,            -- Unix milliseconds
+	message_id TEXT NOT NULL DEFAULT '',    -- without <>
+	queue_id   INTEGER NOT NULL DEFAULT 0,
+	direction  TEXT NOT NULL,               -- in, out
+	from_addr  TEXT NOT NULL DEFAULT '',    -- lower case
+	remote_ip  TEXT NOT NULL DEFAULT '',
+	subject    TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO delivery_env (id, time, message_id, queue_id, direction, from_addr, remote_ip, subject)
+	SELECT id, time, message_id, queue_id, direction, from_addr, remote_ip, subject FROM delivery_log;
+CREATE TABLE delivery_rcpt (
+	id      INTEGER PRIMARY KEY,
+	env     INTEGER NOT NULL,               -- delivery_env.id
+	to_addr TEXT NOT NULL DEFAULT '',       -- lower case
+	result  TEXT NOT NULL,
+	reason  TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO delivery_rcpt (id, env, to_addr, result, reason) SELECT id, id, to_addr, result, reason FROM delivery_log;
+DROP TABLE delivery_log;
+CREATE INDEX delivery_env_time ON delivery_env(time);
+CREATE INDEX delivery_env_message_id ON delivery_env(message_id) WHERE message_id <> '';
+CREATE INDEX delivery_env_queue_id ON delivery_env(queue_id) WHERE queue_id <> 0;
+CREATE INDEX delivery_env_from ON delivery_env(from_addr);
+CREATE INDEX delivery_env_remote_ip ON delivery_env(remote_ip);
+CREATE INDEX delivery_rcpt_env ON delivery_rcpt(env);
+CREATE INDEX delivery_rcpt_to ON delivery_rcpt(to_addr);
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty
