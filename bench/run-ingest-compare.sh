@@ -21,6 +21,8 @@
 #                 connections, end-to-end latency (INBOX polled every 10 ms)
 #   spaced-S      the same 50 (8 KiB; SPACED_N of the larger sizes) one per
 #                 second; pimail and the peer run at the same time (1 msg/s each)
+#   spaced-8k-idle  SPACED_N of 8 KiB one per second, INBOX watched with IDLE
+#                 (how mail clients are told of new mail) instead of NOOP polls
 #   bounce-B      B = 0/50/90 % of transactions to unknown users, 50
 #                 connections, one transaction per connection, DUR s, CPU
 #                 read after the server went idle (Postfix's queue drained)
@@ -175,6 +177,17 @@ if want spaced; then
 		bg=()
 		grep -v '^{' "$tmp/sp-pim" "$tmp/sp-pfx" | sed 's/^[^:]*://'
 	done
+	# The same, watched the way mail clients learn of new mail: IMAP IDLE
+	# (RFC 2177) instead of a NOOP every 10 ms.
+	echo "== spaced-8k-idle: $SPACED_N messages 1 s apart, watched with IDLE, both servers at once"
+	pim -label "pimail/spaced-8k-idle" -users user2@bench.test -n "$SPACED_N" -conns 10 -interval 1s \
+		-watch -imap-poll 0 -wait 120s >"$tmp/sp-pim" &
+	bg=($!)
+	pfx -label "postfix/spaced-8k-idle" -users user2@bench.test -n "$SPACED_N" -conns 10 -interval 1s \
+		-watch -imap-poll 0 -wait 120s >"$tmp/sp-pfx"
+	wait "${bg[0]}"
+	bg=()
+	grep -v '^{' "$tmp/sp-pim" "$tmp/sp-pfx" | sed 's/^[^:]*://'
 fi
 
 # Pi class: pimail alone on one core with a Pi's memory budget.
