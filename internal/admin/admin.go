@@ -45,6 +45,10 @@ type Config struct {
 	DataDir string
 	// SessionTTL is how long an idle session lives; 0 means 1 hour.
 	SessionTTL time.Duration
+	// DeliveryLog, when set, is flushed before the log is read, so that
+	// the pages show every entry logged so far (the logger writes in
+	// batches).
+	DeliveryLog interface{ Flush(context.Context) error }
 }
 
 // Server is the admin HTTP handler.
@@ -150,4 +154,17 @@ func userError(err error, what string) (string, bool) {
 		return what + " is not valid here.", true
 	}
 	return "", false
+}
+
+// flushLog writes the delivery log's buffered entries before a page reads
+// the log; a failure only leaves the newest entries out.
+func (s *Server) flushLog(ctx context.Context) {
+	if s.cfg.DeliveryLog == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.cfg.DeliveryLog.Flush(ctx); err != nil {
+		s.log.Warn("flushing the delivery log", "err", err)
+	}
 }

@@ -51,6 +51,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, sess *session
 	ctx := r.Context()
 	now := s.now()
 	start := now.Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
+	s.flushLog(ctx)
 	counts, err := s.st.DeliveryLogCounts(ctx, start)
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The delivery log could not be read.", err)

@@ -43,6 +43,7 @@ func (s *Server) logPage(w http.ResponseWriter, r *http.Request, sess *session) 
 	if days, err := strconv.Atoi(q.Get("days")); err == nil && days > 0 {
 		query.Since = s.now().Add(-time.Duration(days) * 24 * time.Hour)
 	}
+	s.flushLog(r.Context())
 	entries, err := s.st.SearchDeliveryLog(r.Context(), query)
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The delivery log could not be searched.", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pimail/internal/auth"
+	"pimail/internal/deliverylog"
 	"pimail/internal/store"
 )
 
@@ -404,5 +405,20 @@ func TestLogPaging(t *testing.T) {
 	_, body = c.get(strings.ReplaceAll(m[1], "&amp;", "&"))
 	if !strings.Contains(body, ">n0.<") || strings.Count(body, "<tr class=\"r-") != 5 || strings.Contains(body, `id="older"`) {
 		t.Fatalf("second page wrong:\n%s", body)
+	}
+}
+
+// TestLogPageFlushesTheLogger: the log page shows an entry that the
+// delivery logger still holds in its buffer.
+func TestLogPageFlushesTheLogger(t *testing.T) {
+	f := newFixture(t)
+	dlog := deliverylog.New(f.st, quiet(), deliverylog.Options{FlushInterval: time.Hour, Retention: -1})
+	t.Cleanup(func() { dlog.Close() })
+	f.srv.cfg.DeliveryLog = dlog
+	c := f.adminClient(t)
+	dlog.Log(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
+		To: "user@example.com", Reason: "buffered entry."})
+	if _, body := c.get("/admin/log"); !strings.Contains(body, ">buffered entry.<") {
+		t.Fatalf("log page without the buffered entry:\n%s", body)
 	}
 }

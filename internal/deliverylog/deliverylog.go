@@ -4,8 +4,13 @@
 //
 // Mail never waits for the log: Log puts the entry into a bounded buffer
 // and returns at once; a background goroutine writes buffered entries in
-// batches (one store write each, which shares the store's group commit).
-// When the buffer is full the entry is dropped and counted
+// batches (one store write each, which shares the store's group commit):
+// whenever 512 are waiting, and otherwise every 5 s. A store write changes
+// a page of each of the log's tables and indexes however few entries it
+// has: at a trickle of mail, writing each entry on its own was about a
+// third of the pages a message cost the disk (docs/benchmarks.md).
+// Readers that must see every entry so far (the web admin) call Flush
+// first. When the buffer is full the entry is dropped and counted
 // (pimail_delivery_log_dropped_total) rather than slowing SMTP down. The
 // same goroutine deletes entries older than the retention period.
 //
@@ -51,7 +56,7 @@ type Options struct {
 	// means 512.
 	MaxBatch int
 	// FlushInterval is how long an entry may wait for others to share its
-	// write; 0 means 200 ms.
+	// write; 0 means 5 s.
 	FlushInterval time.Duration
 	// Retention is how long entries are kept; 0 means 30 days, negative
 	// keeps them for ever.
@@ -68,7 +73,7 @@ func (o *Options) setDefaults() {
 		o.MaxBatch = 512
 	}
 	if o.FlushInterval <= 0 {
-		o.FlushInterval = 200 * time.Millisecond
+		o.FlushInterval = 5 * time.Second
 	}
 	if o.Retention == 0 {
 		o.Retention = 30 * 24 * time.Hour

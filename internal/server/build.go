@@ -221,7 +221,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			mux.Handle(path, auto)
 		}
 		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
-		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data}, st, authn, logger))
+		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data,
+			DeliveryLog: p.dlog}, st, authn, logger))
 		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(filepath.Join(cfg.Data, "mta-sts")))
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,

@@ -49,7 +49,8 @@ func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) 
 	err := s.writeRelaxed(ctx, func(w *wtx) error {
 		// The entries of one event (a message to several recipients) share
 		// an envelope row; entries of concurrent sessions may interleave.
-		envs := make(map[logEnv]int64, len(entries))
+		type envRows struct{ id, n int64 }
+		envs := make(map[logEnv]envRows, len(entries))
 		for _, e := range entries {
 			t := e.Time
 			if t.IsZero() {
@@ -71,13 +72,13 @@ func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) 
 				if err != nil {
 					return fmt.Errorf("insert delivery log envelope: %w", err)
 				}
-				if env, err = res.LastInsertId(); err != nil {
+				if env.id, err = res.LastInsertId(); err != nil {
 					return fmt.Errorf("insert delivery log envelope: %w", err)
 				}
-				envs[k] = env
 			}
-			if _, err := w.exec(`INSERT INTO delivery_rcpt (env, to_addr, result, reason) VALUES (?, ?, ?, ?)`,
-				env,
+			envs[k] = envRows{env.id, env.n + 1}
+			if _, err := w.exec(`INSERT INTO delivery_rcpt (id, to_addr, result, reason) VALUES (?, ?, ?, ?)`,
+				env.id*rcptsPerEnv+env.n,
 				clip(strings.ToLower(strings.TrimSpace(e.To)), maxLogField),
 				string(e.Result),
 				clip(e.Reason, maxLogReason)); err != nil {
@@ -91,6 +92,15 @@ func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) 
 	}
 	return nil
 }
+
+// rcptsPerEnv is the number of recipient rows an envelope can have: a
+// recipient row's id is its envelope's id times this, plus its place
+// (schema step 10). The SQL below writes it as a shift by 10 bits.
+const rcptsPerEnv = 1 << 10
+
+// A write's entries all fit into one envelope (this does not compile
+// otherwise).
+const _ = uint(rcptsPerEnv - maxLogBatch)
 
 // logEnv is a delivery_env row: what the entries of one event share.
 type logEnv struct {
@@ -108,7 +118,11 @@ func normMessageID(id string) string {
 
 // logSelect reads entries: a recipient row (r) with its envelope (e).
 const logSelect = `SELECT r.id, e.time, e.message_id, e.queue_id, e.direction, e.from_addr, r.to_addr, e.remote_ip,
-	e.subject, r.result, r.reason FROM delivery_rcpt r JOIN delivery_env e ON e.id = r.env`
+	e.subject, r.result, r.reason FROM delivery_rcpt r JOIN delivery_env e ON e.id = r.id >> 10`
+
+// envRcpts joins the recipient rows r2 of envelopes e2: a range of the
+// primary key.
+const envRcpts = "delivery_env e2 JOIN delivery_rcpt r2 ON r2.id BETWEEN e2.id << 10 AND (e2.id << 10) + 1023"
 
 // SearchDeliveryLog answers newest first. Each form of Text is an equality
 // on indexed columns, so a search costs index lookups even on a long log;
@@ -171,14 +185,13 @@ func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery)
 	return out, nil
 }
 
-// logTextCond turns the search text into a condition on indexed columns.
-// A condition on the envelope is a set of envelope ids (envIn), so that
-// SQLite can answer an OR of it and the recipient's address from the two
-// tables' indexes. The Message-ID and queue id indexes leave out empty
-// values, which the conditions repeat so that SQLite uses them.
+// logTextCond turns the search text into a condition on indexed columns:
+// the set of entry ids that the indexes of either table find (envIn for
+// conditions on the envelope). The Message-ID and queue id indexes leave
+// out empty values, which the conditions repeat so that SQLite uses them.
 func logTextCond(text string) (string, []any) {
-	const envIn = "r.env IN (SELECT id FROM delivery_env WHERE "
-	const msgID = "(message_id = ? AND message_id <> '')"
+	const envIn = "r.id IN (SELECT r2.id FROM " + envRcpts + " WHERE "
+	const msgID = "(e2.message_id = ? AND e2.message_id <> '')"
 	low := strings.ToLower(text)
 	switch {
 	case strings.HasPrefix(low, "@") && len(low) > 1:
@@ -187,21 +200,21 @@ func logTextCond(text string) (string, []any) {
 		return `(e.from_addr LIKE ? ESCAPE '\' OR r.to_addr LIKE ? ESCAPE '\')`, []any{pat, pat}
 	case strings.Contains(low, "@") && !strings.HasPrefix(text, "<"):
 		// An address, or a message id without brackets (they contain @ too).
-		return "(r.to_addr = ? OR " + envIn + "from_addr = ? OR " + msgID + "))", []any{low, low, normMessageID(text)}
+		return envIn + "e2.from_addr = ? OR " + msgID + " UNION ALL SELECT id FROM delivery_rcpt WHERE to_addr = ?)",
+			[]any{low, normMessageID(text), low}
 	}
 	if n, err := strconv.ParseInt(text, 10, 64); err == nil && n > 0 {
-		return envIn + "(queue_id = ? AND queue_id <> 0) OR " + msgID + ")", []any{n, text}
+		return envIn + "(e2.queue_id = ? AND e2.queue_id <> 0) OR " + msgID + ")", []any{n, text}
 	}
-	return envIn + msgID + " OR remote_ip = ?)", []any{normMessageID(text), low}
+	return envIn + msgID + " OR e2.remote_ip = ?)", []any{normMessageID(text), low}
 }
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // DeliveryLogCounts groups the rows since the given time by minute.
 func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store.DeliveryLogCount, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT e.time / 60000 AS m, e.direction, r.result, count(*)
-		FROM delivery_env e JOIN delivery_rcpt r ON r.env = e.id
-		WHERE e.time >= ? GROUP BY m, e.direction, r.result ORDER BY m`, since.UnixMilli())
+	rows, err := s.rdb.QueryContext(ctx, `SELECT e2.time / 60000 AS m, e2.direction, r2.result, count(*)
+		FROM `+envRcpts+` WHERE e2.time >= ? GROUP BY m, e2.direction, r2.result ORDER BY m`, since.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: count delivery log: %w", err)
 	}
@@ -224,9 +237,10 @@ func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store
 	return out, nil
 }
 
-// pruneChunk bounds the rows one prune write deletes, so that pruning a
-// long log never holds the writer (and deliveries) for long.
-const pruneChunk = 5000
+// pruneChunk bounds the envelopes one prune write deletes (with their
+// recipient rows, most often one or two each), so that pruning a long log
+// never holds the writer (and deliveries) for long.
+const pruneChunk = 2000
 
 // PruneDeliveryLog deletes entries older than before, a chunk of envelopes
 // (and their recipient rows) per write, and returns the entries deleted.
@@ -234,11 +248,12 @@ func (s *Store) PruneDeliveryLog(ctx context.Context, before time.Time) (int64, 
 	// Both statements select the same oldest envelopes: (time, id) is the
 	// order of the time index, and the first statement changes no envelope.
 	const oldest = "(SELECT id FROM delivery_env WHERE time < ?1 ORDER BY time, id LIMIT ?2)"
+	const rcpts = "(SELECT r2.id FROM " + oldest + " e2 JOIN delivery_rcpt r2 ON r2.id BETWEEN e2.id << 10 AND (e2.id << 10) + 1023)"
 	var total int64
-	for i := 0; i < 1_000_000; i++ { // bounded: at most 5e9 envelopes
+	for i := 0; i < 1_000_000; i++ { // bounded: at most 2e9 envelopes
 		var rows, envs int64
 		err := s.write(ctx, func(w *wtx) error {
-			res, err := w.exec("DELETE FROM delivery_rcpt WHERE env IN "+oldest, before.UnixMilli(), pruneChunk)
+			res, err := w.exec("DELETE FROM delivery_rcpt WHERE id IN "+rcpts, before.UnixMilli(), pruneChunk)
 			if err != nil {
 				return fmt.Errorf("prune delivery log: %w", err)
 			}

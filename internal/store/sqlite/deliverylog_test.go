@@ -69,6 +69,13 @@ func TestDeliveryLogEnvelopes(t *testing.T) {
 			}
 		}
 	}
+	if n, err := s.PruneDeliveryLog(ctx, now.Add(time.Second)); err != nil || n != 18 {
+		t.Fatalf("PruneDeliveryLog = %d, %v; want 18", n, err)
+	}
+	if err := s.rdb.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM delivery_env), (SELECT count(*) FROM delivery_rcpt)").
+		Scan(&envs, &rcpts); err != nil || envs != 0 || rcpts != 0 {
+		t.Fatalf("after pruning: envelopes, recipient rows = %d, %d, %v; want none", envs, rcpts, err)
+	}
 }
 
 // TestDeliveryLogPlans: every form of search text but "@domain" reads
@@ -105,8 +112,9 @@ func TestDeliveryLogPlans(t *testing.T) {
 }
 
 // TestDeliveryLogMigration: rows of the one-table log (schema step 9) keep
-// their ids and read back the same after the upgrade, and new entries come
-// after them.
+// their order (each is the first entry of an envelope with the row's id)
+// and read back the same after the upgrade, and new entries come after
+// them.
 func TestDeliveryLogMigration(t *testing.T) {
 	dir := t.TempDir()
 	orig := migrations
@@ -147,13 +155,13 @@ func TestDeliveryLogMigration(t *testing.T) {
 	if err != nil || len(got) != 4 {
 		t.Fatalf("after upgrade: %d entries, %v; want 4", len(got), err)
 	}
-	if got[0].Reason != "new" || got[0].ID <= 30 {
-		t.Fatalf("new entry %+v; want an id above 30", got[0])
+	if got[0].Reason != "new" || got[0].ID <= got[1].ID {
+		t.Fatalf("new entry %+v; want an id above the old ones", got[0])
 	}
 	old := got[1:]
-	if old[0].ID != 30 || old[0].QueueID != 42 || old[0].To != "c@z" || old[0].Subject != "two" || old[0].Direction != "out" ||
-		old[1].ID != 20 || old[1].From != "spam@y" || old[1].RemoteIP != "198.51.100.1" || old[1].Result != "rejected" ||
-		old[2].ID != 10 || old[2].MessageID != "m1@x" || old[2].Reason != "250 ok" || old[2].Time.UnixMilli() != now-2000 {
+	if old[0].ID != 30*rcptsPerEnv || old[0].QueueID != 42 || old[0].To != "c@z" || old[0].Subject != "two" || old[0].Direction != "out" ||
+		old[1].ID != 20*rcptsPerEnv || old[1].From != "spam@y" || old[1].RemoteIP != "198.51.100.1" || old[1].Result != "rejected" ||
+		old[2].ID != 10*rcptsPerEnv || old[2].MessageID != "m1@x" || old[2].Reason != "250 ok" || old[2].Time.UnixMilli() != now-2000 {
 		t.Fatalf("old entries after upgrade: %+v", old)
 	}
 	if got, _ := s.SearchDeliveryLog(ctx, store.DeliveryLogQuery{Text: "u1@x"}); len(got) != 3 {

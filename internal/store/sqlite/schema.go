@@ -319,11 +319,14 @@ CREATE INDEX mail_modseq ON mail(mailbox_id, modseq) WHERE modseq <> created_mod
 	// sender, client IP and subject, with six index entries a row: at 15
 	// recipients the log wrote more pages than the message's mailbox rows.
 	// delivery_env holds what the recipients of one logged event share,
-	// once; delivery_log keeps one narrow row a recipient, with its own id
-	// (the entries' ids and paging cursors are unchanged). The indexes on
-	// Message-ID and queue id leave out the empty values that most rows
-	// have (mail refused at RCPT, inbound mail). Old rows move over one
-	// envelope each, with their ids.
+	// once; delivery_rcpt keeps one narrow row a recipient. A recipient
+	// row's id is its envelope's id shifted left by 10 bits plus its
+	// place in the envelope, so that an envelope's rows are one range of
+	// the primary key and no index joins the two tables (every B-tree a
+	// commit touches costs a page; at a trickle of mail each log entry is
+	// its own commit). The indexes on Message-ID and queue id leave out
+	// the empty values that most rows have (mail refused at RCPT, inbound
+	// mail). Old rows move over one envelope each, in their order.
 	`
 CREATE TABLE delivery_env (
 	id         INTEGER PRIMARY KEY,
@@ -338,20 +341,18 @@ CREATE TABLE delivery_env (
 INSERT INTO delivery_env (id, time, message_id, queue_id, direction, from_addr, remote_ip, subject)
 	SELECT id, time, message_id, queue_id, direction, from_addr, remote_ip, subject FROM delivery_log;
 CREATE TABLE delivery_rcpt (
-	id      INTEGER PRIMARY KEY,
-	env     INTEGER NOT NULL,               -- delivery_env.id
+	id      INTEGER PRIMARY KEY,            -- delivery_env.id << 10 | place
 	to_addr TEXT NOT NULL DEFAULT '',       -- lower case
 	result  TEXT NOT NULL,
 	reason  TEXT NOT NULL DEFAULT ''
 );
-INSERT INTO delivery_rcpt (id, env, to_addr, result, reason) SELECT id, id, to_addr, result, reason FROM delivery_log;
+INSERT INTO delivery_rcpt (id, to_addr, result, reason) SELECT id << 10, to_addr, result, reason FROM delivery_log;
 DROP TABLE delivery_log;
 CREATE INDEX delivery_env_time ON delivery_env(time);
 CREATE INDEX delivery_env_message_id ON delivery_env(message_id) WHERE message_id <> '';
 CREATE INDEX delivery_env_queue_id ON delivery_env(queue_id) WHERE queue_id <> 0;
 CREATE INDEX delivery_env_from ON delivery_env(from_addr);
 CREATE INDEX delivery_env_remote_ip ON delivery_env(remote_ip);
-CREATE INDEX delivery_rcpt_env ON delivery_rcpt(env);
 CREATE INDEX delivery_rcpt_to ON delivery_rcpt(to_addr);
 `,
 }
