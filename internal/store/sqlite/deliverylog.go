@@ -120,9 +120,12 @@ func normMessageID(id string) string {
 const logSelect = `SELECT r.id, e.time, e.message_id, e.queue_id, e.direction, e.from_addr, r.to_addr, e.remote_ip,
 	e.subject, r.result, r.reason FROM delivery_rcpt r JOIN delivery_env e ON e.id = r.id >> 10`
 
-// envRcpts joins the recipient rows r2 of envelopes e2: a range of the
-// primary key.
-const envRcpts = "delivery_env e2 JOIN delivery_rcpt r2 ON r2.id BETWEEN e2.id << 10 AND (e2.id << 10) + 1023"
+// rcptRange selects the recipient rows r2 of envelope e2: a range of the
+// primary key. envRcpts joins them to their envelopes.
+const (
+	rcptRange = "r2.id BETWEEN e2.id << 10 AND (e2.id << 10) + 1023"
+	envRcpts  = "delivery_env e2 JOIN delivery_rcpt r2 ON " + rcptRange
+)
 
 // SearchDeliveryLog answers newest first. Each form of Text is an equality
 // on indexed columns, so a search costs index lookups even on a long log;
@@ -248,7 +251,7 @@ func (s *Store) PruneDeliveryLog(ctx context.Context, before time.Time) (int64, 
 	// Both statements select the same oldest envelopes: (time, id) is the
 	// order of the time index, and the first statement changes no envelope.
 	const oldest = "(SELECT id FROM delivery_env WHERE time < ?1 ORDER BY time, id LIMIT ?2)"
-	const rcpts = "(SELECT r2.id FROM " + oldest + " e2 JOIN delivery_rcpt r2 ON r2.id BETWEEN e2.id << 10 AND (e2.id << 10) + 1023)"
+	const rcpts = "(SELECT r2.id FROM " + oldest + " e2 JOIN delivery_rcpt r2 ON " + rcptRange + ")"
 	var total int64
 	for i := 0; i < 1_000_000; i++ { // bounded: at most 2e9 envelopes
 		var rows, envs int64
