@@ -77,17 +77,7 @@ func (t *tokenSet) addMeta(a, b string) {
 	start := len(t.text)
 	t.text = append(t.text, a...)
 	t.text = append(t.text, b...)
-	h := uint64(fnvOffset)
-	for _, c := range t.text[start:] {
-		h = (h ^ uint64(c)) * fnvPrime
-	}
-	if _, dup := t.seen[h]; dup {
-		t.text = t.text[:start]
-		return
-	}
-	t.seen[h] = struct{}{}
-	t.hashes = append(t.hashes, h)
-	t.ends = append(t.ends, int32(len(t.text)))
+	t.keep(start)
 }
 
 // token returns the text of token i.
@@ -113,13 +103,23 @@ func hashToken(tok string) uint64 {
 	return h
 }
 
-// commit keeps the token written at text[start:] if it is new.
+// commit keeps the token written at text[start:] if it is new and the set
+// is not full.
 func (t *tokenSet) commit(start int) {
+	if t.full() {
+		t.text = t.text[:start]
+		return
+	}
+	t.keep(start)
+}
+
+// keep keeps the token written at text[start:] if it is new.
+func (t *tokenSet) keep(start int) {
 	h := uint64(fnvOffset)
 	for _, c := range t.text[start:] {
 		h = (h ^ uint64(c)) * fnvPrime
 	}
-	if _, dup := t.seen[h]; dup || t.full() {
+	if _, dup := t.seen[h]; dup {
 		t.text = t.text[:start]
 		return
 	}
