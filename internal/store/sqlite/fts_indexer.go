@@ -45,6 +45,11 @@ const (
 	indexMaxDelay = 5 * time.Second
 )
 
+// indexWALFold is the size of index.db-wal from which the indexer, once
+// caught up, folds the WAL into index.db and truncates it (see indexer);
+// a variable for tests.
+var indexWALFold int64 = 1 << 20
+
 // indexOptimizeMin is the fewest newly indexed blobs after which the
 // indexer optimizes the index (optimizeIndex); a variable for tests.
 var indexOptimizeMin int64 = 1000
@@ -155,16 +160,23 @@ func (s *Store) indexer() {
 		behind, pendingSince, kicked = time.Time{}, time.Time{}, false
 		ix.known = nil // caught up: keep no texts alive
 		if dirty {
-			// Caught up: fold the WAL into index.db so that its size is
-			// the index's, not the index's plus a burst of batches.
 			dirty = false
 			if db := ix.db.Load(); db != nil {
 				if sinceOptimize >= max(indexOptimizeMin, ix.hwm.Load()/10) {
 					sinceOptimize = 0
 					s.optimizeIndex(db)
 				}
-				if _, err := db.ExecContext(s.ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil && s.ctx.Err() == nil {
-					s.log.Debug("full-text index checkpoint", "err", err)
+				// Caught up after a burst: fold the WAL into index.db,
+				// so that the files take the index's size, not the
+				// index's plus the burst's batches. Not after every
+				// small batch of a trickle: a checkpoint writes each
+				// page again, and the pages that every batch changes
+				// are written once for all the batches since the last
+				// one.
+				if fi, err := os.Stat(ix.path + "-wal"); err == nil && fi.Size() >= indexWALFold {
+					if _, err := db.ExecContext(s.ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil && s.ctx.Err() == nil {
+						s.log.Debug("full-text index checkpoint", "err", err)
+					}
 				}
 			}
 		}

@@ -305,3 +305,44 @@ func TestIndexOldLayoutReplaced(t *testing.T) {
 		t.Errorf("layout %q (%v)", layout, err)
 	}
 }
+
+// TestIndexWALFold: once caught up, the indexer folds index.db-wal into
+// index.db when the WAL has reached indexWALFold, and leaves a smaller one
+// (a trickle's batches) for a later checkpoint.
+func TestIndexWALFold(t *testing.T) {
+	walSize := func(s *Store) int64 {
+		fi, err := os.Stat(filepath.Join(s.dir, "index.db-wal"))
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	old := indexWALFold
+	t.Cleanup(func() { indexWALFold = old })
+	for _, fold := range []int64{1, 1 << 40} {
+		indexWALFold = fold
+		s, err := Open(t.TempDir(), testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mb := ftsInbox(t, s)
+		if _, err := s.Append(context.Background(), mb, wordMsg("walrus"), 0, nil, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		waitIndexed(t, s)
+		deadline := time.Now().Add(10 * time.Second)
+		for fold == 1 && walSize(s) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if fold > 1 {
+			time.Sleep(time.Second) // the indexer's catch-up has passed
+		}
+		if got := walSize(s); (fold == 1) != (got == 0) {
+			t.Errorf("fold at %d bytes: index.db-wal has %d bytes", fold, got)
+		}
+		if got := bodySearch(t, s, mb, "walrus"); len(got) != 1 {
+			t.Errorf("fold at %d bytes: search = %v", fold, got)
+		}
+		s.Close()
+	}
+}
