@@ -48,9 +48,11 @@
 //	delivery_env (id, time, message_id, queue_id, direction, from_addr,
 //	            remote_ip, subject)          delivery log: what the entries
 //	                                         of one event share
-//	delivery_rcpt (id, env, to_addr, result, reason)
+//	delivery_rcpt (id, to_addr, result, reason)
 //	                                         delivery log: one entry per
-//	                                         recipient (id is the entry's)
+//	                                         recipient; id is the entry's,
+//	                                         its envelope's id << 10 plus
+//	                                         its place in the envelope
 //
 // A blob row describes one distinct message: its size, the decoded header
 // fields an index and SEARCH need (as columns), and the JSON of
