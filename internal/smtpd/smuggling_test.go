@@ -1,6 +1,7 @@
 package smtpd
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -74,4 +75,25 @@ func TestDotTransparency(t *testing.T) {
 		t.Fatalf("stored: %q", got)
 	}
 	c.expect("NOOP", 250)
+}
+
+// A message several times the buffer that a transaction without SIZE=
+// starts with arrives whole.
+func TestMessageWithoutSizeGrowsBuffer(t *testing.T) {
+	e := newEnv(t, Config{})
+	c := dial(t, e.addr)
+	c.expect("EHLO client.test", 250)
+	var b strings.Builder
+	b.WriteString("Subject: big\r\n\r\n")
+	for i := 0; b.Len() < 5*noSizeHint; i++ {
+		fmt.Fprintf(&b, "line %06d of a message that has no SIZE parameter\r\n", i)
+	}
+	body := b.String() + "last line"
+	if code, msg := c.transaction("sender@remote.test", []string{"alice@example.com"}, body); code != 250 {
+		t.Fatalf("large message without SIZE: %d %s", code, msg)
+	}
+	got := e.inbox(t, "alice@example.com")
+	if len(got) != 1 || !strings.HasSuffix(got[0], "\r\n"+body+"\r\n") {
+		t.Fatalf("stored %d messages; the message is not intact", len(got))
+	}
 }
