@@ -37,17 +37,24 @@ func main() {
 	}
 }
 
+// The replies are allocated once, so that a session costs only its I/O.
+var (
+	greeting = []byte("220 floor ESMTP\r\n")
+	okReply  = []byte("250 2.0.0 ok\r\n")
+	quitVerb = []byte("QUIT")
+)
+
 var replies = []struct{ verb, reply []byte }{
 	{[]byte("EHLO"), []byte("250-floor\r\n250-PIPELINING\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n")},
 	{[]byte("RCPT"), []byte("550 5.1.1 no such user\r\n")},
 	{[]byte("DATA"), []byte("554 5.5.1 no valid recipients\r\n")},
-	{[]byte("QUIT"), []byte("221 2.0.0 bye\r\n")},
+	{quitVerb, []byte("221 2.0.0 bye\r\n")},
 }
 
 func serve(c net.Conn) {
 	defer c.Close()
 	r := bufio.NewReader(c)
-	if _, err := c.Write([]byte("220 floor ESMTP\r\n")); err != nil {
+	if _, err := c.Write(greeting); err != nil {
 		return
 	}
 	for {
@@ -55,11 +62,10 @@ func serve(c net.Conn) {
 		if err != nil {
 			return
 		}
-		reply := []byte("250 2.0.0 ok\r\n")
-		quit := false
+		reply, quit := okReply, false
 		for _, v := range replies {
 			if len(line) >= 4 && bytes.EqualFold(line[:4], v.verb) {
-				reply, quit = v.reply, string(v.verb) == "QUIT"
+				reply, quit = v.reply, bytes.Equal(v.verb, quitVerb)
 				break
 			}
 		}

@@ -8,7 +8,7 @@
 // whenever 512 are waiting, and otherwise every 5 s. A store write changes
 // a page of each of the log's tables and indexes however few entries it
 // has: at a trickle of mail, writing each entry on its own was about a
-// third of the pages a message cost the disk (docs/benchmarks.md).
+// third of the WAL pages a message cost (docs/benchmarks.md).
 // Readers that must see every entry so far (the web admin) call Flush
 // first. When the buffer is full the entry is dropped and counted
 // (pimail_delivery_log_dropped_total) rather than slowing SMTP down. The

@@ -18,7 +18,7 @@ import (
 func BenchmarkDeliveryLog(b *testing.B) {
 	for _, rcpts := range []int{1, 15} {
 		b.Run(fmt.Sprintf("log/rcpts=%d", rcpts), func(b *testing.B) {
-			s := benchLogStore(b)
+			s := openTest(b)
 			const n = 30_000
 			for b.Loop() {
 				fillLog(b, s, n, rcpts, time.Now())
@@ -27,7 +27,7 @@ func BenchmarkDeliveryLog(b *testing.B) {
 			b.ReportMetric(float64(dbPages(b, s)*4096)/1024/float64(b.N*n), "KB/entry")
 		})
 	}
-	s := benchLogStore(b)
+	s := openTest(b)
 	now := time.Now()
 	fillLog(b, s, 150_000, 5, now)
 	ctx := context.Background()
@@ -58,15 +58,6 @@ func BenchmarkDeliveryLog(b *testing.B) {
 			}
 		}
 	})
-}
-
-func benchLogStore(b *testing.B) *Store {
-	s, err := Open(b.TempDir(), testOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s
 }
 
 // fillLog logs n entries: events of rcpts recipients, one every 100 ms of

@@ -25,11 +25,7 @@ func TestDeliveryLogSuite(t *testing.T) {
 // even when another session's entries come between them, and each entry
 // reads back with the shared fields.
 func TestDeliveryLogEnvelopes(t *testing.T) {
-	s, err := Open(t.TempDir(), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(t)
 	ctx := context.Background()
 	now := time.Now()
 	msg := store.DeliveryLogEntry{Time: now, MessageID: "<m@x>", Direction: store.DirectionIn, From: "a@x",
@@ -81,11 +77,7 @@ func TestDeliveryLogEnvelopes(t *testing.T) {
 // TestDeliveryLogPlans: every form of search text but "@domain" reads
 // indexes, not whole tables.
 func TestDeliveryLogPlans(t *testing.T) {
-	s, err := Open(t.TempDir(), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(t)
 	for _, text := range []string{"bob@example.org", "<m1@example.net>", "42", "192.0.2.1"} {
 		cond, args := logTextCond(text)
 		q := "EXPLAIN QUERY PLAN " + logSelect + " WHERE " + cond + " ORDER BY r.id DESC LIMIT 100"

@@ -320,29 +320,27 @@ func TestIndexWALFold(t *testing.T) {
 	old := indexWALFold
 	t.Cleanup(func() { indexWALFold = old })
 	for _, fold := range []int64{1, 1 << 40} {
-		indexWALFold = fold
-		s, err := Open(t.TempDir(), testOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		mb := ftsInbox(t, s)
-		if _, err := s.Append(context.Background(), mb, wordMsg("walrus"), 0, nil, time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		waitIndexed(t, s)
-		deadline := time.Now().Add(10 * time.Second)
-		for fold == 1 && walSize(s) > 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if fold > 1 {
-			time.Sleep(time.Second) // the indexer's catch-up has passed
-		}
-		if got := walSize(s); (fold == 1) != (got == 0) {
-			t.Errorf("fold at %d bytes: index.db-wal has %d bytes", fold, got)
-		}
-		if got := bodySearch(t, s, mb, "walrus"); len(got) != 1 {
-			t.Errorf("fold at %d bytes: search = %v", fold, got)
-		}
-		s.Close()
+		t.Run(fmt.Sprintf("fold=%d", fold), func(t *testing.T) {
+			indexWALFold = fold // the previous subtest's store is closed
+			s := openTest(t)
+			mb := ftsInbox(t, s)
+			if _, err := s.Append(context.Background(), mb, wordMsg("walrus"), 0, nil, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			waitIndexed(t, s)
+			deadline := time.Now().Add(10 * time.Second)
+			for fold == 1 && walSize(s) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if fold > 1 {
+				time.Sleep(time.Second) // the indexer's catch-up has passed
+			}
+			if got := walSize(s); (fold == 1) != (got == 0) {
+				t.Errorf("index.db-wal has %d bytes", got)
+			}
+			if got := bodySearch(t, s, mb, "walrus"); len(got) != 1 {
+				t.Errorf("search = %v", got)
+			}
+		})
 	}
 }

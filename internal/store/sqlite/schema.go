@@ -323,8 +323,8 @@ CREATE INDEX mail_modseq ON mail(mailbox_id, modseq) WHERE modseq <> created_mod
 	// row's id is its envelope's id shifted left by 10 bits plus its
 	// place in the envelope, so that an envelope's rows are one range of
 	// the primary key and no index joins the two tables (every B-tree a
-	// commit touches costs a page; at a trickle of mail each log entry is
-	// its own commit). The indexes on Message-ID and queue id leave out
+	// commit touches costs a page, and at a trickle of mail few entries
+	// share a commit). The indexes on Message-ID and queue id leave out
 	// the empty values that most rows have (mail refused at RCPT, inbound
 	// mail). Old rows move over one envelope each, in their order.
 	`

@@ -24,7 +24,7 @@ func fileOptions() Options {
 	return o
 }
 
-func openTest(t *testing.T) *Store {
+func openTest(t testing.TB) *Store {
 	t.Helper()
 	return openWith(t, testOptions())
 }
@@ -34,7 +34,7 @@ func openFileTest(t *testing.T) *Store {
 	return openWith(t, fileOptions())
 }
 
-func openWith(t *testing.T, o Options) *Store {
+func openWith(t testing.TB, o Options) *Store {
 	t.Helper()
 	s, err := Open(t.TempDir(), o)
 	if err != nil {
