@@ -27,3 +27,17 @@ func BenchmarkParseCorpus(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+// BenchmarkParseDate parses the Date: forms most mail has (RFC 5322 §3.3,
+// with and without the day of the week).
+func BenchmarkParseDate(b *testing.B) {
+	dates := []string{"Tue, 1 Jul 2003 10:52:37 +0200", "Fri, 27 Nov 2026 09:51:05 +0000 (UTC)", "1 Jul 2003 10:52:37 -0700"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, ok := ParseDate(dates[i%len(dates)]); !ok {
+			b.Fatal("not parsed")
+		}
+		i++
+	}
+}

@@ -48,7 +48,11 @@ func ParseDate(s string) (time.Time, bool) {
 	if s == "" {
 		return time.Time{}, false
 	}
-	if t, err := mail.ParseDate(s); err == nil {
+	// net/mail tries its layouts without the day of the week first, and
+	// each failed try allocates an error: with "Tue, " left on, the
+	// common form took 12 failures before it parsed. The day of the week
+	// is redundant (RFC 5322 §3.3) and time.Parse never checks it anyway.
+	if t, err := mail.ParseDate(withoutDayName(s)); err == nil {
 		return t, true
 	}
 	n := normalizeDate(s)
@@ -74,6 +78,20 @@ func ParseDate(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// withoutDayName returns s without a leading "Tue, " (any English day
+// name of three letters, in any case).
+func withoutDayName(s string) string {
+	if len(s) < 5 || s[3] != ',' {
+		return s
+	}
+	for _, d := range []string{"mon", "tue", "wed", "thu", "fri", "sat", "sun"} {
+		if strings.EqualFold(s[:3], d) {
+			return strings.TrimLeft(s[4:], " \t")
+		}
+	}
+	return s
 }
 
 // normalizeDate removes comments, the day of the week and stray
