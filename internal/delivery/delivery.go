@@ -155,7 +155,11 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		raw = stripFilterFields(raw)
 	}
 	raw = p.auth.stripForeignAuthResults(raw)
-	full := prependReturnPath(env.MailFrom, raw)
+	room := 0
+	if p.auth.enabled() || p.filters.enabled() {
+		room = filterRoom
+	}
+	full := prependReturnPath(env.MailFrom, raw, room)
 
 	// Step 3: parse once; the store keeps the result beside the message.
 	parsed := parse(log, full)

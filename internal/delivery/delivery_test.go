@@ -3,6 +3,7 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"pimail/internal/directory"
+	"pimail/internal/message"
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
 )
@@ -211,9 +213,38 @@ func TestNewID(t *testing.T) {
 }
 
 func TestPrependReturnPathSanitises(t *testing.T) {
-	got := string(prependReturnPath("a\r\nX-Evil: 1<>@b", []byte("X: y\r\n\r\n")))
+	got := string(prependReturnPath("a\r\nX-Evil: 1<>@b", []byte("X: y\r\n\r\n"), 0))
 	if got != "Return-Path: <aX-Evil: 1@b>\r\nX: y\r\n\r\n" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestInsertHeaders inserts fields after Return-Path in place (with room)
+// and by a copy (without), and checks that the moved offsets are those of
+// the result parsed afresh, down to the parts of an enclosed message.
+func TestInsertHeaders(t *testing.T) {
+	raw := []byte("Received: by x\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b\r\nContent-Type: message/rfc822\r\n\r\n" +
+		"Subject: inner\r\nContent-Type: multipart/alternative; boundary=c\r\n\r\n" +
+		"--c\r\nContent-Type: text/plain\r\n\r\ninner text\r\n--c--\r\n--b--\r\n")
+	fields := "X-Spam-Status: No\r\nX-Virus-Status: Clean\r\n"
+	want := "Return-Path: <a@b>\r\n" + fields + string(raw)
+	for _, room := range []int{0, len(fields), filterRoom} {
+		full := prependReturnPath("a@b", raw, room)
+		before := &full[0]
+		parsed := message.Parse(full)
+		got := insertHeaders(full, parsed, fields)
+		if string(got) != want {
+			t.Fatalf("room %d: got %q", room, got)
+		}
+		if inPlace := &got[0] == before; inPlace != (room >= len(fields)) {
+			t.Errorf("room %d: in place %v", room, inPlace)
+		}
+		gotJSON, _ := json.Marshal(parsed.Body)
+		wantJSON, _ := json.Marshal(message.Parse(got).Body)
+		if !bytes.Equal(gotJSON, wantJSON) {
+			t.Errorf("room %d: offsets\n%s\nwant\n%s", room, gotJSON, wantJSON)
+		}
 	}
 }
 

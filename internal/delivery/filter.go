@@ -157,18 +157,25 @@ func stripFilterFields(raw []byte) []byte {
 	return spam.StripFields(raw, "X-Spam-", "X-Virus-")
 }
 
+// filterRoom is the room prependReturnPath leaves for the fields of the
+// filters and of sender authentication (a few hundred bytes; more only
+// costs insertHeaders a copy).
+const filterRoom = 1 << 10
+
 // insertHeaders puts fields right after the Return-Path line of full (the
 // first line) and moves the parsed offsets along, so the message need not
-// be parsed again.
+// be parsed again. It moves the rest of the message in place when full
+// has the room (prependReturnPath leaves filterRoom), so nothing else may
+// hold on to full's bytes.
 func insertHeaders(full []byte, parsed *message.Parsed, fields string) []byte {
 	if fields == "" {
 		return full
 	}
 	at := bytes.IndexByte(full, '\n') + 1
-	out := make([]byte, 0, len(full)+len(fields))
-	out = append(out, full[:at]...)
-	out = append(out, fields...)
-	out = append(out, full[at:]...)
+	n := len(full)
+	full = append(full, fields...)
+	copy(full[at+len(fields):], full[at:n])
+	copy(full[at:], fields)
 	d := int64(len(fields))
 	top := parsed.Body
 	top.Walk(func(p *message.Part) bool {
@@ -179,5 +186,5 @@ func insertHeaders(full []byte, parsed *message.Parsed, fields string) []byte {
 		p.End += d
 		return true
 	})
-	return out
+	return full
 }

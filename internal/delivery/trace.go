@@ -27,15 +27,17 @@ func NewID() string {
 
 // prependReturnPath puts "Return-Path: <reverse-path>" on top of the
 // message. RFC 5321 §4.4: the final delivery server records the MAIL FROM
-// reverse-path there; "<>" for the null reverse-path.
-func prependReturnPath(mailFrom string, raw []byte) []byte {
+// reverse-path there; "<>" for the null reverse-path. The copy has room
+// for room more bytes, so that insertHeaders can add the filters' fields
+// without copying the message again.
+func prependReturnPath(mailFrom string, raw []byte, room int) []byte {
 	mailFrom = strings.Map(func(r rune) rune {
 		if r == '\r' || r == '\n' || r == '<' || r == '>' {
 			return -1
 		}
 		return r
 	}, mailFrom)
-	out := make([]byte, 0, len("Return-Path: <>\r\n")+len(mailFrom)+len(raw))
+	out := make([]byte, 0, len("Return-Path: <>\r\n")+len(mailFrom)+len(raw)+room)
 	out = append(out, "Return-Path: <"...)
 	out = append(out, mailFrom...)
 	out = append(out, ">\r\n"...)
