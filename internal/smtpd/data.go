@@ -78,17 +78,20 @@ func readMessage(dst *bytes.Buffer, r io.Reader, conn net.Conn, timeout time.Dur
 	var (
 		chk   lineEndingChecker
 		total int64
-		block [dataBlock]byte
 	)
 	// Each iteration consumes input or ends; the size limit (enforced by
-	// go-smtp for DATA and BDAT, and again here) bounds the count.
+	// go-smtp for DATA and BDAT, and again here) bounds the count. Data
+	// is read straight into dst's free space and kept by the Write that
+	// follows (bytes.Buffer.AvailableBuffer), so it is copied only once.
 	for {
 		if conn != nil {
 			if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 				return fmt.Errorf("set data deadline: %w", err)
 			}
 		}
-		n, err := r.Read(block[:])
+		dst.Grow(dataBlock)
+		block := dst.AvailableBuffer()[:dataBlock]
+		n, err := r.Read(block)
 		total += int64(n)
 		if total > limit {
 			return errTooBig
