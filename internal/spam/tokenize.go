@@ -95,10 +95,12 @@ const (
 	fnvPrime  = 1099511628211
 )
 
-func hashToken(tok string) uint64 {
-	h := uint64(fnvOffset)
-	for i := 0; i < len(tok); i++ {
-		h = (h ^ uint64(tok[i])) * fnvPrime
+func hashToken(tok string) uint64 { return fnvMore(fnvOffset, tok) }
+
+// fnvMore continues the hash h over b.
+func fnvMore[S ~string | ~[]byte](h uint64, b S) uint64 {
+	for i := 0; i < len(b); i++ {
+		h = (h ^ uint64(b[i])) * fnvPrime
 	}
 	return h
 }
@@ -115,17 +117,24 @@ func (t *tokenSet) commit(start int) {
 
 // keep keeps the token written at text[start:] if it is new.
 func (t *tokenSet) keep(start int) {
-	h := uint64(fnvOffset)
-	for _, c := range t.text[start:] {
-		h = (h ^ uint64(c)) * fnvPrime
-	}
-	if _, dup := t.seen[h]; dup {
+	if !t.insert(fnvMore(fnvOffset, t.text[start:])) {
 		t.text = t.text[:start]
 		return
 	}
-	t.seen[h] = struct{}{}
-	t.hashes = append(t.hashes, h)
 	t.ends = append(t.ends, int32(len(t.text)))
+}
+
+// insert records the hash h of a token and reports whether it is new; the
+// caller then ends the token's text. One map assignment does both the
+// lookup and the insertion.
+func (t *tokenSet) insert(h uint64) bool {
+	n := len(t.seen)
+	t.seen[h] = struct{}{}
+	if len(t.seen) == n {
+		return false
+	}
+	t.hashes = append(t.hashes, h)
+	return true
 }
 
 func (t *tokenSet) add(tok string) {
@@ -240,11 +249,18 @@ func (t *tokenSet) tokenize(a *analysis) {
 // trailing joiners are cut. Words are folded to lower case; words that are
 // too long become a length-class token; CJK text, which has no spaces,
 // becomes character bigrams. ASCII is read a byte at a time through a
-// table; only other text is decoded as runes.
+// table; only other text is decoded as runes. A word is hashed as it is
+// read, and its text is copied into the set only if the hash is new.
 func (t *tokenSet) words(s, prefix string) {
 	var prevCJK rune
 	runes := 0 // runes in t.word
 	body := prefix == ""
+	// h is the hash of prefix and t.word; hw the same up to the word's
+	// last letter or digit, which is the token's hash once flush has cut
+	// the trailing joiners. (Words of more than maxWordBytes are never
+	// kept as they are, so bytes left out of t.word do not matter.)
+	ph := fnvMore(fnvOffset, prefix)
+	h, hw := ph, ph
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -261,12 +277,16 @@ func (t *tokenSet) words(s, prefix string) {
 						t.upper++
 					}
 				}
-				t.wordByte(c|asciiLower(c), &runes)
+				c |= asciiLower(c)
+				t.wordByte(c, &runes)
+				h = (h ^ uint64(c)) * fnvPrime
+				hw = h
 			case k == classJoiner && runes > 0:
 				t.wordByte(c, &runes)
+				h = (h ^ uint64(c)) * fnvPrime
 			case runes > 0:
-				t.flush(prefix, runes)
-				runes = 0
+				t.flush(prefix, runes, hw)
+				runes, h, hw = 0, ph, ph
 				if t.full() {
 					return
 				}
@@ -280,8 +300,8 @@ func (t *tokenSet) words(s, prefix string) {
 		}
 		if isCJK(r) {
 			if runes > 0 {
-				t.flush(prefix, runes)
-				runes = 0
+				t.flush(prefix, runes, hw)
+				runes, h, hw = 0, ph, ph
 			}
 			if prevCJK != 0 && t.cjk < maxCJKTokens {
 				t.cjk++
@@ -306,19 +326,21 @@ func (t *tokenSet) words(s, prefix string) {
 				}
 			}
 			runes++
-			if len(t.word) < maxWordBytes {
+			if n := len(t.word); n < maxWordBytes {
 				t.word = utf8.AppendRune(t.word, unicode.ToLower(r))
+				h = fnvMore(h, t.word[n:])
+				hw = h
 			}
 		} else if runes > 0 {
-			t.flush(prefix, runes)
-			runes = 0
+			t.flush(prefix, runes, hw)
+			runes, h, hw = 0, ph, ph
 			if t.full() {
 				return
 			}
 		}
 	}
 	if runes > 0 {
-		t.flush(prefix, runes)
+		t.flush(prefix, runes, hw)
 	}
 }
 
@@ -333,8 +355,9 @@ func (t *tokenSet) wordByte(c byte, runes *int) {
 	}
 }
 
-// flush adds the word in t.word (runes long) and empties it.
-func (t *tokenSet) flush(prefix string, runes int) {
+// flush adds the word in t.word (runes long; h is the hash of prefix and
+// the word without trailing joiners) and empties it.
+func (t *tokenSet) flush(prefix string, runes int, h uint64) {
 	w := t.word
 	t.word = t.word[:0]
 	for len(w) > 0 && asciiClass[w[len(w)-1]] == classJoiner {
@@ -371,10 +394,12 @@ func (t *tokenSet) flush(prefix string, runes int) {
 		t.commit(start)
 		return
 	}
-	start := len(t.text)
+	if t.full() || !t.insert(h) {
+		return
+	}
 	t.text = append(t.text, prefix...)
 	t.text = append(t.text, w...)
-	t.commit(start)
+	t.ends = append(t.ends, int32(len(t.text)))
 }
 
 // ASCII classes for words.
