@@ -28,41 +28,47 @@ const dataBlock = 4096
 // they are refused here: <LF>.<LF>, <LF>.<CR><LF>, <CR>.<CR>, <CR><CR><LF>
 // and every other bare form.
 type lineEndingChecker struct {
-	prevCR bool // the previous byte was CR; the next must be LF
-	bad    bool
+	crs, lfs int64 // CRs and LFs seen
+	lastCR   bool  // the last byte seen was CR
+	bad      bool
 }
 
-// check scans p, continuing from the previous call.
+// check scans p, continuing from the previous call. Every LF must come
+// right after a CR; each then has a CR of its own, so the CRs beyond the
+// LFs are bare, but for one that ends p (its LF may start the next piece).
+// Counting and searching single bytes (SIMD in package bytes) is several
+// times faster than looking at each byte here.
 func (c *lineEndingChecker) check(p []byte) {
 	if c.bad || len(p) == 0 {
 		return
 	}
-	for len(p) > 0 {
-		if c.prevCR {
-			if p[0] != '\n' {
-				c.bad = true
-				return
-			}
-			c.prevCR = false
-			p = p[1:]
-			continue
-		}
-		i := bytes.IndexAny(p, "\r\n")
+	for off := 0; ; {
+		i := bytes.IndexByte(p[off:], '\n')
 		if i < 0 {
+			break
+		}
+		at := off + i
+		if at == 0 && !c.lastCR || at > 0 && p[at-1] != '\r' {
+			c.bad = true // an LF not after CR
 			return
 		}
-		if p[i] == '\n' { // an LF not after CR
-			c.bad = true
-			return
-		}
-		c.prevCR = true
-		p = p[i+1:]
+		c.lfs++
+		off = at + 1
+	}
+	c.crs += int64(bytes.Count(p, []byte{'\r'}))
+	c.lastCR = p[len(p)-1] == '\r'
+	pending := int64(0)
+	if c.lastCR {
+		pending = 1
+	}
+	if c.crs-c.lfs > pending {
+		c.bad = true // a CR not before LF
 	}
 }
 
 // finish reports whether the data ended cleanly (no CR left dangling).
 func (c *lineEndingChecker) finish() bool {
-	if c.prevCR {
+	if c.lastCR {
 		c.bad = true
 	}
 	return !c.bad
