@@ -135,3 +135,34 @@ func TestPlainURLs(t *testing.T) {
 		t.Fatalf("long text: %q", got)
 	}
 }
+
+// TestHashSet checks the token set's table against a map: the hash 0,
+// repeats, and growth well past the table's first size, twice over (the
+// second time after reset, as a pooled set is reused).
+func TestHashSet(t *testing.T) {
+	s := hashSet{slots: make([]uint64, 8)}
+	for range 2 {
+		want := map[uint64]bool{}
+		for i := range 20000 {
+			h := uint64(i%7000) * 0x9e3779b97f4a7c15 // 0 first, then repeats from 7000 on
+			if i%3 == 0 {
+				h = uint64(i % 5000) // small values share their high bits
+			}
+			if got, isNew := s.add(h), !want[h]; got != isNew {
+				t.Fatalf("add(%#x) = %v, want %v", h, got, isNew)
+			}
+			want[h] = true
+		}
+		if s.n+btoi(s.zero) != len(want) {
+			t.Fatalf("set holds %d hashes, want %d", s.n+btoi(s.zero), len(want))
+		}
+		s.reset()
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
