@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -342,5 +343,41 @@ func TestIndexWALFold(t *testing.T) {
 				t.Errorf("search = %v", got)
 			}
 		})
+	}
+}
+
+// TestWordSetTerms checks a blob's distinct words against a map, for
+// texts with repeats and with more words than the set's first table, one
+// set reused from text to text as the indexer does.
+func TestWordSetTerms(t *testing.T) {
+	var w wordSet
+	for n, text := range []string{
+		"the cat and the hat, THE Cat; ütf ütf 42 42x",
+		strings.Repeat("alpha beta ", 50) + func() string {
+			var b strings.Builder
+			for i := range 5000 {
+				fmt.Fprintf(&b, "w%d w%d ", i, i/2)
+			}
+			return b.String()
+		}(),
+		"",
+		"one",
+	} {
+		batch := map[string]struct{}{}
+		var want []string
+		seen := map[string]bool{}
+		eachWord(text, func(word string) {
+			if !seen[word] {
+				seen[word] = true
+				want = append(want, word)
+			}
+		})
+		got := strings.Fields(w.terms(text, batch))
+		if !slices.Equal(got, want) {
+			t.Fatalf("text %d: %d words, want %d (first %q)", n, len(got), len(want), got[:min(len(got), 5)])
+		}
+		if len(batch) != len(want) {
+			t.Fatalf("text %d: batch holds %d words, want %d", n, len(batch), len(want))
+		}
 	}
 }
