@@ -163,15 +163,11 @@ func (a *analysis) bodyText() string {
 // one pass over the text (no lower-cased copy, no search per pattern).
 func plainURLs(text string, n int) []string {
 	var out []string
+	next := urlStarts{text: text, http: -1, www: -1}
 	for i := 0; i < len(text) && len(out) < n; {
-		j := strings.IndexAny(text[i:], "hHwW")
-		if j < 0 {
+		start := next.from(i)
+		if start < 0 {
 			break
-		}
-		start := i + j
-		if !urlStartAt(text[start:]) {
-			i = start + 1
-			continue
 		}
 		end := start
 		for end < len(text) && end-start < 2048 && isURLByte(text[end]) {
@@ -184,6 +180,73 @@ func plainURLs(text string, n int) []string {
 		i = max(end, start+1)
 	}
 	return out
+}
+
+// urlStarts finds where URLs start in text: "http://", "https://" or
+// "www." in any case. It looks for "://" and "." with package strings'
+// fast searches and checks the letters before them, instead of stopping
+// at every h and w of the text, and it remembers the next match of each
+// kind, since from only grows.
+type urlStarts struct {
+	text       string
+	http, www  int // the next match of each kind from the last i on; -1 at first
+	httpSearch int // where the search for "://" goes on
+	wwwSearch  int // where the search for "." goes on
+}
+
+// from returns the first URL start at or after i, or -1.
+func (u *urlStarts) from(i int) int {
+	if u.http != len(u.text) && u.http < i {
+		u.http = u.nextHTTP(i)
+	}
+	if u.www != len(u.text) && u.www < i {
+		u.www = u.nextWWW(i)
+	}
+	start := min(u.http, u.www)
+	if start == len(u.text) {
+		return -1
+	}
+	return start
+}
+
+// nextHTTP returns the first start at or after i of "http://" or
+// "https://", or len(text).
+func (u *urlStarts) nextHTTP(i int) int {
+	t := u.text
+	for p := max(i+4, u.httpSearch); p < len(t); p++ {
+		k := strings.Index(t[p:], "://")
+		if k < 0 {
+			break
+		}
+		p += k
+		u.httpSearch = p
+		if p-5 >= i && hasPrefixFold(t[p-5:], "https://") {
+			return p - 5
+		}
+		if p-4 >= i && hasPrefixFold(t[p-4:], "http://") {
+			return p - 4
+		}
+	}
+	u.httpSearch = len(t)
+	return len(t)
+}
+
+// nextWWW returns the first start at or after i of "www.", or len(text).
+func (u *urlStarts) nextWWW(i int) int {
+	t := u.text
+	for p := max(i+3, u.wwwSearch); p < len(t); p++ {
+		k := strings.IndexByte(t[p:], '.')
+		if k < 0 {
+			break
+		}
+		p += k
+		u.wwwSearch = p
+		if hasPrefixFold(t[p-3:], "www.") {
+			return p - 3
+		}
+	}
+	u.wwwSearch = len(t)
+	return len(t)
 }
 
 // urlStartAt reports whether s starts with http://, https:// or www. (any case).

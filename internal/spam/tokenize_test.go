@@ -1,6 +1,7 @@
 package spam
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -133,6 +134,51 @@ func TestPlainURLs(t *testing.T) {
 	long := strings.Repeat("what whether hhhh www ", 20000) + "http://end.test/"
 	if got := plainURLs(long, 10); len(got) != 1 || got[0] != "http://end.test/" {
 		t.Fatalf("long text: %q", got)
+	}
+}
+
+// plainURLsByLetter is the first plainURLs: it stopped at every h and w
+// of the text. TestPlainURLsAgree holds the faster one to it.
+func plainURLsByLetter(text string, n int) []string {
+	var out []string
+	for i := 0; i < len(text) && len(out) < n; {
+		j := strings.IndexAny(text[i:], "hHwW")
+		if j < 0 {
+			break
+		}
+		start := i + j
+		if !urlStartAt(text[start:]) {
+			i = start + 1
+			continue
+		}
+		end := start
+		for end < len(text) && end-start < 2048 && isURLByte(text[end]) {
+			end++
+		}
+		u := strings.TrimRight(text[start:end], ".,;:!?)]}'\"")
+		if len(u) > 7 {
+			out = append(out, u)
+		}
+		i = max(end, start+1)
+	}
+	return out
+}
+
+// TestPlainURLsAgree compares plainURLs with plainURLsByLetter on random
+// texts made of the pieces that URL starts are made of.
+func TestPlainURLsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"http", "HTTPS", "hTtPs", "www", "Www", "w", "h", "s", "://", ":/", ".", "x", " ", "\n", ")"}
+	var b strings.Builder
+	for range 50000 {
+		b.Reset()
+		for range r.IntN(20) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		text, n := b.String(), 1+r.IntN(4)
+		if got, want := plainURLs(text, n), plainURLsByLetter(text, n); !slices.Equal(got, want) {
+			t.Fatalf("plainURLs(%q, %d) = %q, want %q", text, n, got, want)
+		}
 	}
 }
 
