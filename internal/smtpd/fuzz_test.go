@@ -2,73 +2,12 @@ package smtpd
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
-	"testing/iotest"
 	"time"
+
+	"pimail/internal/smtpdata"
 )
-
-// bareLineEnding is the reference rule of RFC 5321 §2.3.8, written the
-// slow, obvious way: every CR must be followed by LF and every LF preceded
-// by CR.
-func bareLineEnding(p []byte) bool {
-	for i, c := range p {
-		switch c {
-		case '\r':
-			if i+1 >= len(p) || p[i+1] != '\n' {
-				return true
-			}
-		case '\n':
-			if i == 0 || p[i-1] != '\r' {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// FuzzLineEndingChecker feeds message data in fuzzer-chosen pieces (split
-// points are where SMTP smuggling hides) and compares the streaming
-// checker and readMessage with the reference rule.
-func FuzzLineEndingChecker(f *testing.F) {
-	for _, s := range []string{
-		"Subject: x\r\n\r\nbody\r\n", "a\nb", "a\rb", "a\r\n.\n", "\r", "\n", "\r\r\n", "a\r\n\r\n",
-		"x\n.\r\nMAIL FROM:<evil@example.org>\r\n", "\r\n.\r", "",
-	} {
-		f.Add([]byte(s), uint8(1))
-		f.Add([]byte(s), uint8(3))
-	}
-	f.Fuzz(func(t *testing.T, data []byte, step uint8) {
-		n := int(step%16) + 1
-		var c lineEndingChecker
-		for i := 0; i < len(data); i += n {
-			c.check(data[i:min(i+n, len(data))])
-		}
-		want := bareLineEnding(data)
-		if got := !c.finish(); got != want {
-			t.Fatalf("checker says bare=%v, reference %v for %q (pieces of %d)", got, want, data, n)
-		}
-		// readMessage: the same verdict, the bytes kept unchanged when
-		// clean, the size limit honoured.
-		var dst bytes.Buffer
-		err := readMessage(&dst, iotest.OneByteReader(bytes.NewReader(data)), nil, time.Second, 1<<20)
-		switch {
-		case want && !errors.Is(err, errBareLineEnding):
-			t.Fatalf("readMessage accepted bare line endings in %q: %v", data, err)
-		case !want && err != nil:
-			t.Fatalf("readMessage refused clean data %q: %v", data, err)
-		case !want && !bytes.Equal(dst.Bytes(), data):
-			t.Fatalf("readMessage changed the data: %q -> %q", data, dst.Bytes())
-		}
-		if len(data) > 8 {
-			err := readMessage(&dst, bytes.NewReader(data), nil, time.Second, int64(len(data)/2))
-			if !errors.Is(err, errTooBig) {
-				t.Fatalf("readMessage over the limit: %v", err)
-			}
-		}
-	})
-}
 
 // FuzzReceivedField builds the trace field from client-controlled HELO
 // names, recipients and IDs: it must stay one well-formed header field
@@ -88,8 +27,9 @@ func FuzzReceivedField(f *testing.F) {
 		if !strings.HasPrefix(field, "Received: ") || !strings.HasSuffix(field, "\r\n") {
 			t.Fatalf("not a Received field: %q", field)
 		}
-		if bareLineEnding([]byte(field)) {
-			t.Fatalf("bare CR or LF in %q", field)
+		var data bytes.Buffer
+		if err := smtpdata.Read(&data, strings.NewReader(field), nil, time.Second, 1<<20); err != nil {
+			t.Fatalf("bare CR or LF in %q: %v", field, err)
 		}
 		lines := strings.Split(strings.TrimSuffix(field, "\r\n"), "\r\n")
 		for i, l := range lines {

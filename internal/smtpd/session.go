@@ -18,6 +18,7 @@ import (
 	"pimail/internal/directory"
 	"pimail/internal/dnsbl"
 	"pimail/internal/metrics"
+	"pimail/internal/smtpdata"
 	"pimail/internal/store"
 )
 
@@ -196,7 +197,7 @@ func (s *session) Data(r io.Reader) error {
 	}
 	buf.Grow(len(hdr) + int(hint))
 	buf.WriteString(hdr)
-	if err := readMessage(buf, r, s.conn.Conn(), cfg.DataTimeout, cfg.MaxMessageBytes); err != nil {
+	if err := smtpdata.Read(buf, r, s.conn.Conn(), cfg.DataTimeout, cfg.MaxMessageBytes); err != nil {
 		putDataBuffer(buf)
 		return s.dataError(id, err)
 	}
@@ -263,11 +264,11 @@ func (s *session) refused(reason string, reply *smtp.SMTPError, messageID, subje
 // dataError maps a failure while reading the message data to its reply.
 func (s *session) dataError(id string, err error) error {
 	switch {
-	case errors.Is(err, errTooBig), errors.Is(err, smtp.ErrDataTooLarge):
+	case errors.Is(err, smtpdata.ErrTooBig), errors.Is(err, smtp.ErrDataTooLarge):
 		s.log.Info("message refused: too big", "id", id, "limit", s.srv.cfg.MaxMessageBytes)
 		s.refused(metrics.RejectSize, replyTooBig, "", "", s.rcpts...)
 		return s.fail(replyTooBig)
-	case errors.Is(err, errBareLineEnding):
+	case errors.Is(err, smtpdata.ErrBareLineEnding):
 		s.log.Info("message refused: bare CR or LF (possible SMTP smuggling)", "id", id, "from", s.from)
 		s.refused(metrics.RejectProtocol, replyBareLineEnding, "", "", s.rcpts...)
 		return s.fail(replyBareLineEnding)

@@ -1,71 +1,10 @@
 package smtpd
 
 import (
-	"bytes"
 	"crypto/tls"
-	"errors"
-	"io"
-	"strings"
 	"testing"
-	"testing/iotest"
 	"time"
 )
-
-func TestLineEndingChecker(t *testing.T) {
-	tests := []struct {
-		data string
-		ok   bool
-	}{
-		{"", true},
-		{"a\r\nb\r\n", true},
-		{"\r\n\r\n", true},
-		{"a\nb", false},
-		{"a\rb", false},
-		{"a\r\r\n", false},
-		{"a\r", false}, // dangling CR at the end
-		{"\n", false},
-		{"a\r\n\n", false},
-	}
-	for _, tc := range tests {
-		// Whole, and split at every position (the CR/LF pair may straddle reads).
-		for cut := 0; cut <= len(tc.data); cut++ {
-			var c lineEndingChecker
-			c.check([]byte(tc.data[:cut]))
-			c.check([]byte(tc.data[cut:]))
-			if got := c.finish(); got != tc.ok {
-				t.Errorf("%q cut at %d: ok = %v, want %v", tc.data, cut, got, tc.ok)
-			}
-		}
-	}
-}
-
-func TestReadMessage(t *testing.T) {
-	msg := strings.Repeat("line of text\r\n", 1000)
-	var buf bytes.Buffer
-	buf.WriteString("Received: x\r\n")
-	if err := readMessage(&buf, iotest.OneByteReader(strings.NewReader(msg)), nil, time.Minute, int64(len(msg))); err != nil {
-		t.Fatal(err)
-	}
-	if buf.String() != "Received: x\r\n"+msg {
-		t.Fatal("message altered")
-	}
-	buf.Reset()
-	if err := readMessage(&buf, strings.NewReader(msg), nil, time.Minute, int64(len(msg)-1)); !errors.Is(err, errTooBig) {
-		t.Fatalf("over the limit: %v", err)
-	}
-	buf.Reset()
-	err := readMessage(&buf, strings.NewReader("a\nb\r\n"+msg), nil, time.Minute, 1<<20)
-	if !errors.Is(err, errBareLineEnding) {
-		t.Fatalf("bare LF: %v", err)
-	}
-	if buf.Len() != 0 {
-		t.Fatalf("refused data was kept: %d bytes", buf.Len())
-	}
-	buf.Reset()
-	if err := readMessage(&buf, iotest.ErrReader(io.ErrUnexpectedEOF), nil, time.Minute, 10); !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("broken connection: %v", err)
-	}
-}
 
 func TestReceivedField(t *testing.T) {
 	date := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -5,62 +5,12 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/mail"
 	"strings"
 	"time"
 )
-
-var (
-	errTooBig         = errors.New("message exceeds the size limit")
-	errBareLineEnding = errors.New("bare CR or LF in message data")
-)
-
-// readMessage copies the message data into dst, each 4 KiB block within
-// timeout (RFC 5321 §4.5.3.2.5), at most limit bytes, and refuses CR or LF
-// that is not part of CRLF (RFC 5321 §2.3.8; SMTP smuggling).
-func readMessage(dst *bytes.Buffer, r io.Reader, conn net.Conn, timeout time.Duration, limit int64) error {
-	var block [4096]byte
-	var total int64
-	prevCR, bad := false, false
-	for {
-		if conn != nil {
-			if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-				return fmt.Errorf("set data deadline: %w", err)
-			}
-		}
-		n, err := r.Read(block[:])
-		total += int64(n)
-		if total > limit {
-			return errTooBig
-		}
-		for _, c := range block[:n] {
-			switch {
-			case prevCR && c != '\n':
-				bad = true
-			case !prevCR && c == '\n':
-				bad = true
-			}
-			prevCR = c == '\r'
-		}
-		if !bad {
-			dst.Write(block[:n])
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read message data: %w", err)
-		}
-	}
-	if bad || prevCR {
-		return errBareLineEnding
-	}
-	return nil
-}
 
 // headerEnd returns the offset of the body (after the empty line), or
 // len(raw) when the message has no body.

@@ -14,6 +14,7 @@ import (
 
 	"pimail/internal/delivery"
 	"pimail/internal/directory"
+	"pimail/internal/smtpdata"
 	"pimail/internal/store"
 )
 
@@ -160,11 +161,11 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 func (s *session) Data(r io.Reader) error {
 	cfg := &s.srv.cfg
 	var buf bytes.Buffer
-	if err := readMessage(&buf, r, s.conn.Conn(), cfg.DataTimeout, cfg.MaxMessageBytes); err != nil {
+	if err := smtpdata.Read(&buf, r, s.conn.Conn(), cfg.DataTimeout, cfg.MaxMessageBytes); err != nil {
 		switch {
-		case errors.Is(err, errTooBig), errors.Is(err, smtp.ErrDataTooLarge):
+		case errors.Is(err, smtpdata.ErrTooBig), errors.Is(err, smtp.ErrDataTooLarge):
 			return s.fail(replyTooBig)
-		case errors.Is(err, errBareLineEnding):
+		case errors.Is(err, smtpdata.ErrBareLineEnding):
 			return s.fail(replyBareLF)
 		}
 		s.log.Info("message data not received", "err", err)

@@ -1,4 +1,7 @@
-package smtpd
+// Package smtpdata reads the message data of an SMTP transaction, for the
+// MX (smtpd) and submission alike: within a size limit and a timeout per
+// block, refusing the bare CR and LF that SMTP smuggling relies on.
+package smtpdata
 
 import (
 	"bytes"
@@ -9,9 +12,10 @@ import (
 	"time"
 )
 
+// Errors of Read.
 var (
-	errTooBig         = errors.New("message exceeds the size limit")
-	errBareLineEnding = errors.New("bare CR or LF in message data")
+	ErrTooBig         = errors.New("message exceeds the size limit")
+	ErrBareLineEnding = errors.New("bare CR or LF in message data")
 )
 
 // dataBlock is how much message data is read per deadline: each block of
@@ -74,13 +78,14 @@ func (c *lineEndingChecker) finish() bool {
 	return !c.bad
 }
 
-// readMessage appends the message data from r to dst. Before each block
-// it extends the connection's read deadline by timeout. It refuses data
-// beyond limit bytes (errTooBig) and data with bare CR or LF
-// (errBareLineEnding); after a bare line ending it keeps reading to the end
-// of the message without storing it, so the refusal comes as the reply to
-// the whole message and the session stays in step with the client.
-func readMessage(dst *bytes.Buffer, r io.Reader, conn net.Conn, timeout time.Duration, limit int64) error {
+// Read appends the message data from r (go-smtp's DATA or BDAT reader)
+// to dst. Before each block it extends the connection's read deadline by
+// timeout (conn may be nil). It refuses data beyond limit bytes
+// (ErrTooBig) and data with bare CR or LF (ErrBareLineEnding); after a
+// bare line ending it keeps reading to the end of the message without
+// storing it, so the refusal comes as the reply to the whole message and
+// the session stays in step with the client.
+func Read(dst *bytes.Buffer, r io.Reader, conn net.Conn, timeout time.Duration, limit int64) error {
 	var (
 		chk   lineEndingChecker
 		total int64
@@ -100,7 +105,7 @@ func readMessage(dst *bytes.Buffer, r io.Reader, conn net.Conn, timeout time.Dur
 		n, err := r.Read(block)
 		total += int64(n)
 		if total > limit {
-			return errTooBig
+			return ErrTooBig
 		}
 		if n > 0 {
 			chk.check(block[:n])
@@ -116,7 +121,7 @@ func readMessage(dst *bytes.Buffer, r io.Reader, conn net.Conn, timeout time.Dur
 		}
 	}
 	if !chk.finish() {
-		return errBareLineEnding
+		return ErrBareLineEnding
 	}
 	return nil
 }
