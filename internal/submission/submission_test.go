@@ -2,6 +2,7 @@ package submission
 
 import (
 	"bufio"
+	"encoding/base64"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -374,5 +375,32 @@ func TestServeWrappedTLSListener(t *testing.T) {
 	}
 	if err := c.Auth(sasl.NewPlainClient("", "alice@example.org", alicePW)); err != nil {
 		t.Fatalf("AUTH PLAIN: %v", err)
+	}
+}
+
+// TestBareLineEndingRefused: a message with a bare LF (RFC 5321 §2.3.8;
+// the "<LF>.<LF>" of SMTP smuggling) is refused as a whole after its
+// final dot, nothing is queued, and the session goes on.
+func TestBareLineEndingRefused(t *testing.T) {
+	e := newEnv(t, Config{})
+	tp := rawTLS(t, e)
+	tp.cmd(t, "EHLO client.example", 250)
+	tp.cmd(t, "AUTH PLAIN "+base64.StdEncoding.EncodeToString([]byte("\x00alice@example.org\x00"+alicePW)), 235)
+	tp.cmd(t, "MAIL FROM:<alice@example.org>", 250)
+	tp.cmd(t, "RCPT TO:<someone@remote.example>", 250)
+	tp.cmd(t, "DATA", 354)
+	smuggled := strings.Replace(body, "Hello.\r\n", "Hello.\n.\nMAIL FROM:<alice@example.org>\r\n", 1)
+	if _, err := tp.W.WriteString(smuggled + ".\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.W.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if c, msg, err := tp.ReadResponse(5); err != nil {
+		t.Fatalf("message with a bare LF: %d %s, want 5xx", c, msg)
+	}
+	tp.cmd(t, "NOOP", 250)
+	if n := len(e.q.all()); n != 0 {
+		t.Fatalf("%d messages queued, want none", n)
 	}
 }
