@@ -396,8 +396,8 @@ func TestBareLineEndingRefused(t *testing.T) {
 	if err := tp.W.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if c, msg, err := tp.ReadResponse(5); err != nil {
-		t.Fatalf("message with a bare LF: %d %s, want 5xx", c, msg)
+	if c, msg, err := tp.ReadResponse(550); err != nil || !strings.HasPrefix(msg, "5.6.11 ") {
+		t.Fatalf("message with a bare LF: %d %s, want 550 5.6.11", c, msg)
 	}
 	tp.cmd(t, "NOOP", 250)
 	if n := len(e.q.all()); n != 0 {
