@@ -169,11 +169,7 @@ func plainURLs(text string, n int) []string {
 		if start < 0 {
 			break
 		}
-		end := start
-		for end < len(text) && end-start < 2048 && isURLByte(text[end]) {
-			end++
-		}
-		u := strings.TrimRight(text[start:end], ".,;:!?)]}'\"")
+		u, end := urlAt(text, start)
 		if len(u) > 7 {
 			out = append(out, u)
 		}
@@ -182,70 +178,73 @@ func plainURLs(text string, n int) []string {
 	return out
 }
 
+// urlAt returns the URL that starts at text[start:], without trailing
+// punctuation, and the end of its bytes.
+func urlAt(text string, start int) (string, int) {
+	end := start
+	for end < len(text) && end-start < 2048 && isURLByte(text[end]) {
+		end++
+	}
+	return strings.TrimRight(text[start:end], ".,;:!?)]}'\""), end
+}
+
 // urlStarts finds where URLs start in text: "http://", "https://" or
 // "www." in any case. It looks for "://" and "." with package strings'
 // fast searches and checks the letters before them, instead of stopping
 // at every h and w of the text, and it remembers the next match of each
 // kind, since from only grows.
 type urlStarts struct {
-	text       string
-	http, www  int // the next match of each kind from the last i on; -1 at first
-	httpSearch int // where the search for "://" goes on
-	wwwSearch  int // where the search for "." goes on
+	text                  string
+	http, www             int // the next match of each kind from the last i on; -1 at first
+	httpSearch, wwwSearch int // where each search for its separator goes on
 }
 
 // from returns the first URL start at or after i, or -1.
 func (u *urlStarts) from(i int) int {
-	if u.http != len(u.text) && u.http < i {
-		u.http = u.nextHTTP(i)
+	t := u.text
+	if u.http != len(t) && u.http < i {
+		u.http = u.next(i, "://", 4, &u.httpSearch, func(p int) int {
+			if p >= 5 && hasPrefixFold(t[p-5:], "https://") {
+				return p - 5
+			}
+			if hasPrefixFold(t[p-4:], "http://") {
+				return p - 4
+			}
+			return -1
+		})
 	}
-	if u.www != len(u.text) && u.www < i {
-		u.www = u.nextWWW(i)
+	if u.www != len(t) && u.www < i {
+		u.www = u.next(i, ".", 3, &u.wwwSearch, func(p int) int {
+			if hasPrefixFold(t[p-3:], "www.") {
+				return p - 3
+			}
+			return -1
+		})
 	}
-	start := min(u.http, u.www)
-	if start == len(u.text) {
-		return -1
+	if start := min(u.http, u.www); start < len(t) {
+		return start
 	}
-	return start
+	return -1
 }
 
-// nextHTTP returns the first start at or after i of "http://" or
-// "https://", or len(text).
-func (u *urlStarts) nextHTTP(i int) int {
+// next returns the first URL start at or after i that start finds before
+// an occurrence of sep (at least lead bytes after i), or len(text).
+// *search is where the search goes on: occurrences before it were looked
+// at for a smaller i, and a start they did not give then they never give.
+func (u *urlStarts) next(i int, sep string, lead int, search *int, start func(p int) int) int {
 	t := u.text
-	for p := max(i+4, u.httpSearch); p < len(t); p++ {
-		k := strings.Index(t[p:], "://")
+	for p := max(i+lead, *search); p < len(t); p++ {
+		k := strings.Index(t[p:], sep)
 		if k < 0 {
 			break
 		}
 		p += k
-		u.httpSearch = p
-		if p-5 >= i && hasPrefixFold(t[p-5:], "https://") {
-			return p - 5
-		}
-		if p-4 >= i && hasPrefixFold(t[p-4:], "http://") {
-			return p - 4
+		*search = p
+		if s := start(p); s >= i {
+			return s
 		}
 	}
-	u.httpSearch = len(t)
-	return len(t)
-}
-
-// nextWWW returns the first start at or after i of "www.", or len(text).
-func (u *urlStarts) nextWWW(i int) int {
-	t := u.text
-	for p := max(i+3, u.wwwSearch); p < len(t); p++ {
-		k := strings.IndexByte(t[p:], '.')
-		if k < 0 {
-			break
-		}
-		p += k
-		u.wwwSearch = p
-		if hasPrefixFold(t[p-3:], "www.") {
-			return p - 3
-		}
-	}
-	u.wwwSearch = len(t)
+	*search = len(t)
 	return len(t)
 }
 

@@ -151,11 +151,7 @@ func plainURLsByLetter(text string, n int) []string {
 			i = start + 1
 			continue
 		}
-		end := start
-		for end < len(text) && end-start < 2048 && isURLByte(text[end]) {
-			end++
-		}
-		u := strings.TrimRight(text[start:end], ".,;:!?)]}'\"")
+		u, end := urlAt(text, start)
 		if len(u) > 7 {
 			out = append(out, u)
 		}

@@ -2,8 +2,8 @@ package submission
 
 import (
 	"bufio"
-	"encoding/base64"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"net"
 	"net/textproto"
