@@ -155,11 +155,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		raw = stripFilterFields(raw)
 	}
 	raw = p.auth.stripForeignAuthResults(raw)
-	room := 0
-	if p.auth.enabled() || p.filters.enabled() {
-		room = filterRoom
-	}
-	full := prependReturnPath(env.MailFrom, raw, room)
+	full := prependReturnPath(env.MailFrom, raw, filterRoom)
 
 	// Step 3: parse once; the store keeps the result beside the message.
 	parsed := parse(log, full)

@@ -159,8 +159,9 @@ func (a *analysis) bodyText() string {
 	return b.String()
 }
 
-// plainURLs finds http(s):// and www. URLs in plain text, at most n, in
-// one pass over the text (no lower-cased copy, no search per pattern).
+// plainURLs finds http(s):// and www. URLs in plain text, at most n,
+// without a lower-cased copy; each of urlStarts' two searches reads the
+// text once.
 func plainURLs(text string, n int) []string {
 	var out []string
 	next := urlStarts{text: text, http: -1, www: -1}
@@ -246,11 +247,6 @@ func (u *urlStarts) next(i int, sep string, lead int, search *int, start func(p 
 	}
 	*search = len(t)
 	return len(t)
-}
-
-// urlStartAt reports whether s starts with http://, https:// or www. (any case).
-func urlStartAt(s string) bool {
-	return hasPrefixFold(s, "http://") || hasPrefixFold(s, "https://") || hasPrefixFold(s, "www.")
 }
 
 // hasPrefixFold is strings.HasPrefix ignoring ASCII case; prefix is lower case.

@@ -160,6 +160,12 @@ func plainURLsByLetter(text string, n int) []string {
 	return out
 }
 
+// urlStartAt reports whether s starts with http://, https:// or www. (any
+// case): how plainURLsByLetter told a URL start.
+func urlStartAt(s string) bool {
+	return hasPrefixFold(s, "http://") || hasPrefixFold(s, "https://") || hasPrefixFold(s, "www.")
+}
+
 // TestPlainURLsAgree compares plainURLs with plainURLsByLetter on random
 // texts made of the pieces that URL starts are made of.
 func TestPlainURLsAgree(t *testing.T) {

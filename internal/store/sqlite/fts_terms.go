@@ -108,19 +108,12 @@ func (w *wordSet) add(word string) bool {
 	}
 }
 
-// grow doubles the table (1024 slots at first) and moves the words in.
+// grow doubles the table (1024 slots at first) and adds the words again.
 func (w *wordSet) grow() {
 	old, oldUsed := w.slots, w.used
 	w.slots, w.used = make([]wordSlot, max(2*len(old), 1024)), make([]int, 0, cap(oldUsed))
-	mask := len(w.slots) - 1
 	for _, k := range oldUsed {
-		sl := old[k]
-		i := int(sl.h) & mask
-		for w.slots[i].w != "" {
-			i = (i + 1) & mask
-		}
-		w.slots[i] = sl
-		w.used = append(w.used, i)
+		w.add(old[k].w)
 	}
 }
 
