@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -67,17 +68,51 @@ func (k *conn) sendGood(cfg *config, rcpts []string, msg []byte) (outcome, error
 			return classify(err, "RCPT "+r)
 		}
 	}
-	w, err := k.c.Data()
+	// net/smtp's Data writer stuffs dots a byte at a time, which was 40 %
+	// of the client's CPU at closed-50 on cores it shares with the
+	// server; the message goes out stuffed in one piece instead, through
+	// the client's exported text connection.
+	id, err := k.c.Text.Cmd("DATA")
+	if err != nil {
+		return brokenSession, fmt.Errorf("DATA: %w", err)
+	}
+	k.c.Text.StartResponse(id)
+	_, _, err = k.c.Text.ReadResponse(354)
+	k.c.Text.EndResponse(id)
 	if err != nil {
 		return classify(err, "DATA")
 	}
-	if _, err := w.Write(msg); err != nil {
+	if _, err := k.c.Text.W.Write(dotStuff(msg)); err != nil {
 		return brokenSession, fmt.Errorf("message data: %w", err)
 	}
-	if err := w.Close(); err != nil {
+	if err := k.c.Text.W.Flush(); err != nil {
+		return brokenSession, fmt.Errorf("message data: %w", err)
+	}
+	if _, _, err := k.c.Text.ReadResponse(250); err != nil {
 		return classify(err, "end of data")
 	}
 	return accepted, nil
+}
+
+// dotStuff returns msg, whose lines end in CRLF, as DATA sends it
+// (RFC 5321 §4.5.2): a line that starts with "." gets another in front,
+// and the end of data is CRLF "." CRLF.
+func dotStuff(msg []byte) []byte {
+	out := make([]byte, 0, len(msg)+len(msg)/32+5)
+	for len(msg) > 0 {
+		if msg[0] == '.' {
+			out = append(out, '.')
+		}
+		i := bytes.IndexByte(msg, '\n')
+		if i < 0 {
+			out = append(out, msg...)
+			out = append(out, "\r\n"...)
+			break
+		}
+		out = append(out, msg[:i+1]...)
+		msg = msg[i+1:]
+	}
+	return append(out, ".\r\n"...)
 }
 
 // sendBounce runs MAIL and RCPT to unknown users; each RCPT must get a
