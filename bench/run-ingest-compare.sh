@@ -30,6 +30,10 @@
 #                 bytes written and CPU per accepted message
 #   pi/...        pimail alone on one core (taskset -c 0, GOMAXPROCS=1,
 #                 GOMEMLIMIT=256MiB): burst and spaced
+# Every workload first waits (at most 180 s, -idle-first) for its server to
+# go idle, so that neither is charged for work left over from the one
+# before: pimail's word index of the messages of the last run, which it
+# defers while deliveries go on.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -118,7 +122,7 @@ if want closed || want burst || want spaced || want bounce || want rcpt; then
 	"$tmp/smtpload" -smtp 127.0.0.1:2025 -users "$users" -n 100 -conns 10 >/dev/null
 fi
 
-common=(-corpus "$CORPUS" -imap-pass benchpass -json "$OUT")
+common=(-corpus "$CORPUS" -imap-pass benchpass -json "$OUT" -idle-first 180s)
 pim() { "$tmp/smtpload" -smtp "$psmtp" -imap "$pimap" -pids "$pid" "${common[@]}" "$@"; }
 pfx() { "$tmp/smtpload" -smtp 127.0.0.1:2025 -imap 127.0.0.1:2143 -pids "$peer_pids" "${common[@]}" "$@"; }
 # both LABEL ARGS...: pimail then the peer, same arguments.

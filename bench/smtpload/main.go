@@ -60,6 +60,7 @@ type config struct {
 	wait     time.Duration
 
 	pids      []int
+	idleFirst time.Duration
 	settleMax time.Duration
 	quiet     time.Duration
 	jsonFile  string
@@ -119,8 +120,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.imapPoll, "imap-poll", 10*time.Millisecond, "NOOP interval of the watchers (0: use IDLE)")
 	fs.DurationVar(&cfg.wait, "wait", 2*time.Minute, "how long to wait for accepted messages to become visible")
 	fs.StringVar(&pids, "pids", "", "server PIDs (comma-separated) whose process trees are measured")
+	fs.DurationVar(&cfg.idleFirst, "idle-first", 0, "before sending, wait at most this long for the server to go idle (work left over from an earlier run)")
 	fs.DurationVar(&cfg.settleMax, "settle", 0, "after sending, wait at most this long for the server to go idle before reading its CPU")
-	fs.DurationVar(&cfg.quiet, "settle-quiet", 6*time.Second, "how long the server must stay idle for -settle (pimail defers up to 5 s of indexing)")
+	fs.DurationVar(&cfg.quiet, "settle-quiet", 6*time.Second, "how long the server must stay idle for -settle and -idle-first (pimail defers up to 5 s of indexing)")
 	fs.StringVar(&cfg.jsonFile, "json", "", "append the JSON line to this file too")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -177,6 +179,11 @@ func run(cfg *config) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before the watchers log in, whose polls keep a server busy.
+	var idled time.Duration
+	if len(cfg.pids) > 0 && cfg.idleFirst > 0 {
+		idled = settle(cfg.pids, cfg.idleFirst, cfg.quiet)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 	res := newResults()
@@ -214,7 +221,7 @@ func run(cfg *config) (*report, error) {
 	runLoad(loadCtx, cfg, text, res)
 	sent := time.Since(t0)
 
-	rep := &report{sendTime: sent, clientCPU0: cpu0}
+	rep := &report{sendTime: sent, clientCPU0: cpu0, idled: idled}
 	if cfg.watch {
 		deadline := time.Now().Add(cfg.wait)
 		for res.unseen(watched) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
