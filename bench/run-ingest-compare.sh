@@ -114,6 +114,8 @@ if want closed || want burst || want spaced || want bounce || want rcpt; then
 	fi
 	"$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
 	"$PEER/reset-mail.sh" >/dev/null
+	# Mail left queued by an interrupted run would drain into this one.
+	postsuper -c "$PEER/run/postfix" -d ALL >/dev/null 2>&1 || true
 	"$PEER/start.sh" >/dev/null
 	peer_started=1
 	peer_pids=$("$PEER/pids.sh")
