@@ -140,7 +140,7 @@ func clean(s string, n int) string {
 // trust boundary, or a sender could forge this server's verdicts. Fields
 // of other authentication services are kept.
 func StripAuthResults(raw []byte, authservID string) []byte {
-	if authservID == "" {
+	if authservID == "" || !hasFieldLine(raw, authResField) {
 		return raw
 	}
 	return removeFields(raw, func(f field) bool {

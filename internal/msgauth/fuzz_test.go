@@ -22,6 +22,13 @@ func FuzzHeaderParsing(f *testing.F) {
 		if !bytes.HasSuffix(raw, out[len(out)-min(len(out), bodyLen(raw)):]) {
 			t.Fatalf("stripping changed the body")
 		}
+		if !hasFieldLine(raw, authResField) {
+			for _, fld := range headerFields(raw) {
+				if strings.EqualFold(fld.name, authResField) {
+					t.Fatalf("hasFieldLine missed the field %q", fld.name)
+				}
+			}
+		}
 		for _, fld := range headerFields(out) {
 			if strings.EqualFold(fld.name, authResField) && strings.EqualFold(authservIDOf(fld.value), "mx.b.test") {
 				t.Fatalf("a field naming us survived: %q", fld.value)

@@ -51,6 +51,26 @@ func headerFields(raw []byte) []field {
 	return out
 }
 
+// hasFieldLine reports whether a line of raw's header (up to the empty
+// line, as headerFields reads it) starts with name, in any case: false
+// means that headerFields finds no field called name. It copies nothing,
+// where headerFields copies every field; most messages have no field a
+// caller looks for.
+func hasFieldLine(raw []byte, name string) bool {
+	for pos := 0; pos < len(raw); {
+		end := lineEnd(raw, pos)
+		line := raw[pos:end]
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return false
+		}
+		if len(line) >= len(name) && strings.EqualFold(string(line[:len(name)]), name) {
+			return true
+		}
+		pos = end
+	}
+	return false
+}
+
 // lineEnd returns the index just after the line starting at pos.
 func lineEnd(raw []byte, pos int) int {
 	if i := bytes.IndexByte(raw[pos:], '\n'); i >= 0 {

@@ -189,3 +189,40 @@ func TestCheckCachesAnswers(t *testing.T) {
 		t.Errorf("cache hits %d misses %d, want 6 and 3", hits, misses)
 	}
 }
+
+// hasFieldLine must find every field headerFields finds (StripAuthResults
+// skips the parse on its word), and stop at the end of the header.
+func TestHasFieldLine(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		want bool
+	}{
+		{"Subject: x\r\n\r\nAuthentication-Results: mx; a\r\n", false},
+		{"Subject: x\r\nAUTHENTICATION-RESULTS : mx; a\r\n\r\n", true},
+		{"Subject: x\n authentication-results: mx\nauthentication-results:mx\n\n", true},
+		{"Subject: Authentication-Results: mx\r\n\r\n", false},
+		{"X-Authentication-Results: mx\r\n\r\n", false},
+	} {
+		got := hasFieldLine([]byte(c.raw), authResField)
+		parsed := false
+		for _, f := range headerFields([]byte(c.raw)) {
+			parsed = parsed || strings.EqualFold(f.name, authResField)
+		}
+		if got != c.want || parsed && !got {
+			t.Errorf("hasFieldLine(%q) = %v, want %v (headerFields finds one: %v)", c.raw, got, c.want, parsed)
+		}
+	}
+}
+
+// BenchmarkStripAuthResults: a message without our fields, the common
+// case (go test ./internal/msgauth -run XXX -bench StripAuthResults).
+func BenchmarkStripAuthResults(b *testing.B) {
+	raw := []byte("Received: from a.test by mx.b.test; Tue, 3 Nov 2026 10:00:00 +0000\r\n" +
+		"DKIM-Signature: v=1; a=rsa-sha256; d=a.test; s=x; h=from:to:subject;\r\n\tbh=abc; b=def\r\n" +
+		"From: A <a@a.test>\r\nTo: b@b.test\r\nSubject: hello\r\nDate: Tue, 3 Nov 2026 10:00:00 +0000\r\n" +
+		"Message-ID: <1@a.test>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain\r\n\r\n" +
+		strings.Repeat("some body text of a message\r\n", 280))
+	for b.Loop() {
+		StripAuthResults(raw, "mx.b.test")
+	}
+}
