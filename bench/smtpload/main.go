@@ -44,6 +44,7 @@ type config struct {
 	interval     time.Duration
 	perConn      int
 	size         int
+	bdat         bool
 	rcptsPer     int
 	bounces      float64
 	unfinished   float64
@@ -106,6 +107,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.interval, "interval", 0, "start job i at i*interval (0: as fast as the workers go)")
 	fs.IntVar(&cfg.perConn, "per-conn", 0, "transactions per connection (0: keep connections open)")
 	fs.IntVar(&cfg.size, "size", 8192, "message size in bytes")
+	fs.BoolVar(&cfg.bdat, "bdat", false, "send messages with BDAT (RFC 3030 CHUNKING, as Gmail and Exchange do) instead of DATA")
 	fs.IntVar(&cfg.rcptsPer, "rcpts", 1, "recipients per message")
 	fs.Float64Var(&cfg.bounces, "bounces", 0, "fraction of transactions addressed to unknown users")
 	fs.Float64Var(&cfg.unfinished, "unfinished", 0, "fraction of sessions that end before DATA")
