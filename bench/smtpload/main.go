@@ -107,7 +107,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.interval, "interval", 0, "start job i at i*interval (0: as fast as the workers go)")
 	fs.IntVar(&cfg.perConn, "per-conn", 0, "transactions per connection (0: keep connections open)")
 	fs.IntVar(&cfg.size, "size", 8192, "message size in bytes")
-	fs.BoolVar(&cfg.bdat, "bdat", false, "send messages with BDAT (RFC 3030 CHUNKING, as Gmail and Exchange do) instead of DATA")
+	fs.BoolVar(&cfg.bdat, "bdat", false, "send each message as one BDAT chunk (RFC 3030 CHUNKING) instead of DATA")
 	fs.IntVar(&cfg.rcptsPer, "rcpts", 1, "recipients per message")
 	fs.Float64Var(&cfg.bounces, "bounces", 0, "fraction of transactions addressed to unknown users")
 	fs.Float64Var(&cfg.unfinished, "unfinished", 0, "fraction of sessions that end before DATA")
@@ -182,9 +182,9 @@ func run(cfg *config) (*report, error) {
 		return nil, err
 	}
 	// Before the watchers log in, whose polls keep a server busy.
-	var idled time.Duration
+	var busyBefore time.Duration
 	if len(cfg.pids) > 0 && cfg.idleFirst > 0 {
-		idled = settle(cfg.pids, cfg.idleFirst, cfg.quiet)
+		busyBefore = settle(cfg.pids, cfg.idleFirst, cfg.quiet)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
@@ -223,7 +223,7 @@ func run(cfg *config) (*report, error) {
 	runLoad(loadCtx, cfg, text, res)
 	sent := time.Since(t0)
 
-	rep := &report{sendTime: sent, clientCPU0: cpu0, idled: idled}
+	rep := &report{sendTime: sent, clientCPU0: cpu0, busyBefore: busyBefore}
 	if cfg.watch {
 		deadline := time.Now().Add(cfg.wait)
 		for res.unseen(watched) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {

@@ -48,19 +48,19 @@ type report struct {
 	PeakRSSMiB     float64 `json:"peak_pss_mib"`
 	Procs          int     `json:"procs"`
 	SettleSec      float64 `json:"settle_s"`
-	IdleFirstSec   float64 `json:"idle_first_s"`
+	BusyBeforeSec  float64 `json:"busy_before_s"`
 	ClientCPUSec   float64 `json:"client_cpu_s"`
 
 	Errors map[string]int `json:"errors,omitempty"`
 
-	sendTime time.Duration
-	unseen   int
-	settled  time.Duration
-	idled    time.Duration
-	cpu      float64
-	written  int64
-	peakRSS  int64
-	procs    int
+	sendTime   time.Duration
+	unseen     int
+	settled    time.Duration
+	busyBefore time.Duration
+	cpu        float64
+	written    int64
+	peakRSS    int64
+	procs      int
 	// clientCPU0 is this process's CPU at the start: the load generator
 	// shares the machine with the server, and its cost is reported too.
 	clientCPU0 float64
@@ -106,7 +106,7 @@ func (rep *report) fill(cfg *config, res *results, t0 time.Time) {
 	rep.CPUSec, rep.WrittenBytes, rep.Procs = rep.cpu, rep.written, rep.procs
 	rep.PeakRSSMiB = float64(rep.peakRSS) / (1 << 20)
 	rep.SettleSec = rep.settled.Seconds()
-	rep.IdleFirstSec = rep.idled.Seconds()
+	rep.BusyBeforeSec = rep.busyBefore.Seconds()
 	rep.ClientCPUSec = selfCPU() - rep.clientCPU0
 	if res.nAccepted > 0 {
 		rep.CPUPerGoodMS = rep.cpu * 1000 / float64(res.nAccepted)
@@ -148,7 +148,7 @@ func (rep *report) emit(cfg *config, w io.Writer) error {
 	if len(cfg.pids) > 0 {
 		fmt.Fprintf(w, "#   client (smtpload) cpu %.2fs\n", rep.ClientCPUSec)
 		fmt.Fprintf(w, "#   server: cpu %.2fs (%.3f ms/good msg), written %.1f MB (%.0f B/good msg), peak PSS %.1f MiB over %d procs, settle %.1fs, busy %.1fs before\n",
-			rep.CPUSec, rep.CPUPerGoodMS, float64(rep.WrittenBytes)/1e6, rep.WrittenPerGood, rep.PeakRSSMiB, rep.Procs, rep.SettleSec, rep.IdleFirstSec)
+			rep.CPUSec, rep.CPUPerGoodMS, float64(rep.WrittenBytes)/1e6, rep.WrittenPerGood, rep.PeakRSSMiB, rep.Procs, rep.SettleSec, rep.BusyBeforeSec)
 	}
 	keys := make([]string, 0, len(rep.Errors))
 	for k := range rep.Errors {
