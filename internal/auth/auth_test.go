@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"pimail/internal/metrics"
 	"pimail/internal/password"
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
@@ -166,67 +167,139 @@ func TestStoreError(t *testing.T) {
 	}
 }
 
-func TestRateLimitPerIP(t *testing.T) {
-	f := newFixture(t, Limits{MaxFailures: 5}, nil)
+// noWait replaces the throttle's sleeps with a record of them.
+func (f *fixture) noWait() *[]time.Duration {
+	var waits []time.Duration
+	f.auth.sleep = func(_ context.Context, d time.Duration) error {
+		f.mu.Lock()
+		waits = append(waits, d)
+		f.mu.Unlock()
+		return nil
+	}
+	return &waits
+}
+
+func TestThrottlePerAddressAndAccount(t *testing.T) {
+	f := newFixture(t, Limits{MaxFailures: 5, SourceFailures: 8, Window: 10 * time.Minute}, nil)
+	waits := f.noWait()
 	for i := 0; i < 5; i++ {
-		// Different accounts, one address.
-		if _, err := f.login(fmt.Sprintf("user%d@example.org", i%2), "x", "203.0.113.9:4455"); !errors.Is(err, ErrInvalidCredentials) {
+		if _, err := f.login("alice@example.org", "x", "203.0.113.9:4455"); !errors.Is(err, ErrInvalidCredentials) {
 			t.Fatalf("failure %d: %v", i, err)
 		}
 	}
-	// Now even the right password is refused from that address...
+	// The pair is refused now, the right password too...
 	if _, err := f.login("alice@example.org", "alice-pw", "203.0.113.9"); !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("after 5 failures: %v", err)
 	}
-	// ...but not from another one.
+	// ...but not the owner from elsewhere: the attacker's address is
+	// what is throttled, not the account.
 	if _, err := f.login("alice@example.org", "alice-pw", "203.0.113.10"); err != nil {
 		t.Fatalf("other address: %v", err)
+	}
+	// Other accounts from the attacker's address, up to its own allowance.
+	for i := 0; i < 3; i++ {
+		if _, err := f.login(fmt.Sprintf("u%d@example.org", i), "x", "203.0.113.9"); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("other account %d: %v", i, err)
+		}
+	}
+	if _, err := f.login("bob@example.org", "bob-pw", "203.0.113.9"); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("address over its allowance: %v", err)
 	}
 	if !strings.Contains(f.logs.String(), `remote=203.0.113.9 user=alice@example.org reason="rate limited"`) {
 		t.Errorf("rate limit not logged:\n%s", f.logs.String())
 	}
-	// The lockout ends.
-	f.advance(DefaultLimits.Lockout + time.Second)
+	// Delays grow once the free failures are used: 3 free, then 1 s, 2 s.
+	want := []time.Duration{0, 0, 0, time.Second, 2 * time.Second}
+	if len(*waits) < 5 || fmt.Sprint((*waits)[:5]) != fmt.Sprint(want) {
+		t.Errorf("waits %v, want %v first", *waits, want)
+	}
+	// The allowance leaks back: after the whole window, all of it.
+	f.advance(10*time.Minute + time.Second)
 	if _, err := f.login("alice@example.org", "alice-pw", "203.0.113.9"); err != nil {
-		t.Fatalf("after lockout: %v", err)
+		t.Fatalf("after the window: %v", err)
 	}
 }
 
-func TestRateLimitPerAccount(t *testing.T) {
-	f := newFixture(t, Limits{MaxFailures: 4, Lockout: time.Minute}, nil)
-	for i := 0; i < 4; i++ {
-		ip := fmt.Sprintf("198.51.100.%d", i+1)
-		if _, err := f.login("bob@example.org", "guess", ip); !errors.Is(err, ErrInvalidCredentials) {
-			t.Fatalf("failure %d: %v", i, err)
+// TestParallelAttemptsCountEach: attempts sent at once are each counted
+// before any is checked, so no more than the allowance is ever checked,
+// and the right password sent among them is refused.
+func TestParallelAttemptsCountEach(t *testing.T) {
+	f := newFixture(t, Limits{MaxFailures: 10, CacheTTL: -1}, nil)
+	f.noWait()
+	before := metrics.PasswordChecks.With("hash").Value()
+	var wg sync.WaitGroup
+	results := make(chan error, 60)
+	for i := 0; i < 59; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, err := f.login("alice@example.org", fmt.Sprintf("guess-%d", i), "198.51.100.7")
+			results <- err
+		}(i)
+	}
+	wg.Wait()
+	// The right password, sent last.
+	_, err := f.login("alice@example.org", "alice-pw", "198.51.100.7")
+	results <- err
+	if !errors.Is(err, ErrRateLimited) {
+		t.Errorf("the right password after 59 guesses: %v", err)
+	}
+	close(results)
+	checked, limited := 0, 0
+	for err := range results {
+		switch {
+		case errors.Is(err, ErrRateLimited):
+			limited++
+		case err == nil || errors.Is(err, ErrInvalidCredentials):
+			checked++
+		default:
+			t.Fatal(err)
 		}
 	}
-	if _, err := f.login("BOB@example.org", "bob-pw", "198.51.100.200"); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("locked account: %v", err)
+	if checked > 10 || checked+limited != 60 {
+		t.Fatalf("%d checked, %d refused; want at most 10 checked", checked, limited)
+	}
+	if n := metrics.PasswordChecks.With("hash").Value() - before; n > 10 {
+		t.Fatalf("%d password hashes checked", n)
+	}
+}
+
+// TestAccountCeiling: guesses at one account from many addresses reach
+// its ceiling; then new addresses are refused, and the owner's own
+// address is slowed but let through.
+func TestAccountCeiling(t *testing.T) {
+	f := newFixture(t, Limits{AccountFailures: 20, AccountWindow: time.Hour}, nil)
+	waits := f.noWait()
+	if _, err := f.login("bob@example.org", "bob-pw", "192.0.2.50"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := f.login("bob@example.org", "guess", fmt.Sprintf("198.51.100.%d", i+1)); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatalf("guess %d: %v", i, err)
+		}
+	}
+	if _, err := f.login("bob@example.org", "bob-pw", "198.51.100.200"); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("new address past the ceiling: %v", err)
+	}
+	*waits = nil
+	if _, err := f.login("bob@example.org", "bob-pw", "192.0.2.50"); err != nil {
+		t.Fatalf("owner's address past the ceiling: %v", err)
+	}
+	if len(*waits) != 1 || (*waits)[0] != DefaultLimits.MaxDelay {
+		t.Errorf("owner's wait %v, want %v", *waits, DefaultLimits.MaxDelay)
 	}
 	if _, err := f.login("alice@example.org", "alice-pw", "198.51.100.200"); err != nil {
 		t.Fatalf("other account: %v", err)
 	}
-	f.advance(2 * time.Minute)
+	f.advance(time.Hour + time.Minute)
 	if _, err := f.login("bob@example.org", "bob-pw", "198.51.100.200"); err != nil {
-		t.Fatalf("after lockout: %v", err)
-	}
-}
-
-func TestFailuresExpire(t *testing.T) {
-	f := newFixture(t, Limits{MaxFailures: 3, Window: time.Minute}, nil)
-	// Two failures per window never reach the limit of three.
-	for round := 0; round < 5; round++ {
-		for i := 0; i < 2; i++ {
-			if _, err := f.login("alice@example.org", "wrong", "127.0.0.1"); !errors.Is(err, ErrInvalidCredentials) {
-				t.Fatalf("round %d: %v", round, err)
-			}
-		}
-		f.advance(2 * time.Minute)
+		t.Fatalf("after the window: %v", err)
 	}
 }
 
 func TestManyLoopbackLogins(t *testing.T) {
 	f := newFixture(t, Limits{}, nil)
+	f.noWait()
 	for i := 0; i < 200; i++ {
 		if _, err := f.login("alice@example.org", "alice-pw", "127.0.0.1"); err != nil {
 			t.Fatalf("login %d: %v", i, err)
@@ -254,21 +327,65 @@ func TestManyLoopbackLogins(t *testing.T) {
 	}
 }
 
-func TestLimiterBounded(t *testing.T) {
-	l := newLimiter(Limits{MaxFailures: 3, Window: time.Minute, Lockout: time.Hour, MaxEntries: 100})
+// TestCache: a repeated login with the same password is answered without
+// hashing; another password, a changed password and an expired entry
+// are hashed again, and a failure is never remembered as a success.
+func TestCache(t *testing.T) {
+	f := newFixture(t, Limits{CacheTTL: time.Minute}, nil)
+	f.noWait()
+	hashes := func() uint64 { return metrics.PasswordChecks.With("hash").Value() }
+	login := func(pw string, wantOK bool, wantHash uint64) {
+		t.Helper()
+		before := hashes()
+		_, err := f.login("alice@example.org", pw, "192.0.2.1")
+		if (err == nil) != wantOK {
+			t.Fatalf("login %q: %v", pw, err)
+		}
+		if n := hashes() - before; n != wantHash {
+			t.Fatalf("login %q: %d hashes, want %d", pw, n, wantHash)
+		}
+	}
+	login("alice-pw", true, 1)
+	login("alice-pw", true, 0)
+	login("wrong", false, 1)
+	login("wrong", false, 1)
+	login("alice-pw", true, 0)
+	f.advance(2 * time.Minute)
+	login("alice-pw", true, 1)
+	// A new password: the old one is not accepted from the cache.
+	h, err := password.HashParams(context.Background(), "new-pw", fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.SetPassword(context.Background(), "alice@example.org", h); err != nil {
+		t.Fatal(err)
+	}
+	login("alice-pw", false, 1)
+	login("new-pw", true, 1)
+	login("new-pw", true, 0)
+}
+
+func TestThrottleBounded(t *testing.T) {
+	th := newThrottle(Limits{MaxFailures: 3, MaxEntries: 100}.withDefaults())
 	now := time.Now()
-	// A blocked key survives eviction by a flood of fresh keys.
+	// A busy key survives eviction by a flood of fresh keys.
+	clock := func() time.Time { return now }
+	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		l.fail("attacker", now)
+		a, _, _, _ := th.begin(ctx, "victim", "attacker", clock)
+		a.end(false, now)
 	}
 	for i := 0; i < 10000; i++ {
-		l.fail(fmt.Sprintf("k%d", i), now)
-		if n := l.len(); n > 100 {
+		a, _, refused, _ := th.begin(ctx, fmt.Sprintf("u%d", i), fmt.Sprintf("k%d", i), clock)
+		if !refused {
+			a.end(false, now)
+		}
+		if n := len(th.sources.m) + len(th.pairs.m); n > 200 {
 			t.Fatalf("%d entries", n)
 		}
 	}
-	if !l.blocked("attacker", now) {
-		t.Error("blocked key evicted by a flood")
+	if _, _, refused, _ := th.begin(ctx, "victim", "attacker", clock); !refused {
+		t.Error("a busy attacker's count was evicted by a flood")
 	}
 }
 

@@ -146,9 +146,52 @@ func TestSCRAMRateLimit(t *testing.T) {
 	if _, err := f.login("alice@example.org", "alice-pw", "198.51.100.1"); !errors.Is(err, ErrRateLimited) {
 		t.Errorf("password after scram lockout: %v, want ErrRateLimited", err)
 	}
-	// The account is locked too, from another address.
-	if _, _, err := scramLogin(f, "alice@example.org", "alice-pw", "198.51.100.2"); !errors.Is(err, ErrRateLimited) {
-		t.Errorf("scram from another address: %v, want ErrRateLimited", err)
+	// The owner, from another address, is not locked out.
+	if _, _, err := scramLogin(f, "alice@example.org", "alice-pw", "198.51.100.2"); err != nil {
+		t.Errorf("scram from another address: %v", err)
+	}
+}
+
+// TestSCRAMStartedBeforeTheThrottle: exchanges started (client-first sent)
+// before the address was throttled are refused at their final step, like
+// new ones (issue 28: exchanges held open, the allowance used up
+// meanwhile with wrong passwords, then the right proof sent on one).
+func TestSCRAMStartedBeforeTheThrottle(t *testing.T) {
+	f := newFixture(t, Limits{MaxFailures: 3}, nil)
+	f.noWait()
+	setSCRAM(t, f, "alice@example.org", "alice-pw")
+	type held struct {
+		sc    *SCRAM
+		final string
+	}
+	var open []held
+	for i := 0; i < 5; i++ {
+		sc, err := f.auth.NewSCRAM("198.51.100.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := scram.SHA256.NewClient("alice@example.org", "alice-pw", "")
+		conv := c.NewConversation()
+		first, _ := conv.Step("")
+		s1, _, err := sc.Next(context.Background(), []byte(first))
+		if err != nil {
+			t.Fatal(err)
+		}
+		final, err := conv.Step(string(s1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, held{sc, final})
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := f.login("alice@example.org", "wrong", "198.51.100.1"); !errors.Is(err, ErrInvalidCredentials) {
+			t.Fatal(err)
+		}
+	}
+	for i, h := range open {
+		if _, _, err := h.sc.Next(context.Background(), []byte(h.final)); !errors.Is(err, ErrRateLimited) {
+			t.Fatalf("held exchange %d with the right proof: %v, want ErrRateLimited", i, err)
+		}
 	}
 }
 

@@ -114,8 +114,18 @@ func (c *Clamd) Ping(ctx context.Context) error {
 
 // Scan sends data with INSTREAM and returns clamd's verdict.
 func (c *Clamd) Scan(ctx context.Context, data []byte) (ScanResult, error) {
-	if int64(len(data)) > c.maxSize() {
-		return ScanResult{}, fmt.Errorf("clamd scan: %d bytes: %w", len(data), ErrTooLarge)
+	return c.scanPieces(ctx, [][]byte{data})
+}
+
+// scanPieces sends the concatenation of pieces as one stream (a message
+// put together from parts of another without copying them).
+func (c *Clamd) scanPieces(ctx context.Context, pieces [][]byte) (ScanResult, error) {
+	total := 0
+	for _, p := range pieces {
+		total += len(p)
+	}
+	if int64(total) > c.maxSize() {
+		return ScanResult{}, fmt.Errorf("clamd scan: %d bytes: %w", total, ErrTooLarge)
 	}
 	conn, err := c.dial(ctx)
 	if err != nil {
@@ -134,14 +144,16 @@ func (c *Clamd) Scan(ctx context.Context, data []byte) (ScanResult, error) {
 		return ScanResult{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	var hdr [4]byte
-	for off := 0; off < len(data); off += chunk {
-		end := min(off+chunk, len(data))
-		binary.BigEndian.PutUint32(hdr[:], uint32(end-off))
-		if _, err := conn.Write(hdr[:]); err != nil {
-			return c.writeFailed(conn, err)
-		}
-		if _, err := conn.Write(data[off:end]); err != nil {
-			return c.writeFailed(conn, err)
+	for _, data := range pieces {
+		for off := 0; off < len(data); off += chunk {
+			end := min(off+chunk, len(data))
+			binary.BigEndian.PutUint32(hdr[:], uint32(end-off))
+			if _, err := conn.Write(hdr[:]); err != nil {
+				return c.writeFailed(conn, err)
+			}
+			if _, err := conn.Write(data[off:end]); err != nil {
+				return c.writeFailed(conn, err)
+			}
 		}
 	}
 	binary.BigEndian.PutUint32(hdr[:], 0)

@@ -28,6 +28,16 @@ const (
 	DownAccept = "accept" // deliver, with X-Virus-Status: Unscanned
 )
 
+// When a part of a message is larger than clamd takes (Clamd.MaxSize).
+const (
+	TooLargeReject  = "reject"          // 552 5.3.4 (default): never delivered unscanned
+	TooLargeDefer   = "defer"           // 451 4.7.1: the sender retries (while clamd's limit is raised)
+	TooLargeDeliver = "deliver-flagged" // delivered with X-Virus-Status: Unscanned (too-large)
+)
+
+// ReasonTooLarge is Result.Reason for a message clamd could not take.
+const ReasonTooLarge = "too-large"
+
 // Config is the virus step's configuration.
 type Config struct {
 	// NoPolicy turns the built-in attachment policy off.
@@ -37,6 +47,9 @@ type Config struct {
 	Clamd *Clamd
 	// ClamdDown is DownDefer or DownAccept; "" means DownDefer.
 	ClamdDown string
+	// TooLarge is TooLargeReject, TooLargeDefer or TooLargeDeliver; ""
+	// means TooLargeReject.
+	TooLarge string
 	Logger    *slog.Logger
 }
 
@@ -71,7 +84,10 @@ func NewScanner(cfg Config) *Scanner {
 
 // Scan checks one message. The policy runs first: it is cheap and its
 // refusals are certain. clamd then sees the whole message (it decodes MIME
-// and archives itself).
+// and archives itself), or, when the message is larger than clamd takes,
+// its parts in messages of their own (scanParts). A part too large for
+// clamd is handled as TooLarge says: by default the message is refused,
+// never delivered unscanned without the admin asking for it.
 func (s *Scanner) Scan(ctx context.Context, raw []byte, parsed *message.Parsed) Result {
 	if s.policy != nil {
 		if f := s.policy.Check(raw, parsed); f != nil {
@@ -81,16 +97,34 @@ func (s *Scanner) Scan(ctx context.Context, raw []byte, parsed *message.Parsed) 
 	if s.cfg.Clamd == nil {
 		return Result{Action: Clean}
 	}
-	r, err := s.cfg.Clamd.Scan(ctx, raw)
+	var r ScanResult
+	var err error
+	if int64(len(raw)) <= s.cfg.Clamd.maxSize() {
+		r, err = s.cfg.Clamd.Scan(ctx, raw)
+	} else {
+		if parsed == nil || parsed.Body == nil {
+			parsed = message.Parse(raw)
+		}
+		r, err = s.scanParts(ctx, raw, parsed)
+	}
 	switch {
 	case err == nil && r.Infected:
 		return Result{Action: Reject, Reason: "virus", Detail: r.Signature, Scanned: true}
 	case err == nil:
 		return Result{Action: Clean, Scanned: true}
 	case errors.Is(err, ErrTooLarge):
-		// clamd cannot take it; its size limit is the admin's choice.
-		s.log.Warn("message too large for clamd; delivered unscanned", "size", len(raw), "err", err)
-		return Result{Action: Tag, Reason: "too-large"}
+		policy := s.cfg.TooLarge
+		if policy == "" {
+			policy = TooLargeReject
+		}
+		s.log.Warn("message part too large for clamd", "size", len(raw), "policy", policy, "err", err)
+		switch policy {
+		case TooLargeDeliver:
+			return Result{Action: Tag, Reason: ReasonTooLarge}
+		case TooLargeDefer:
+			return Result{Action: Defer, Reason: ReasonTooLarge}
+		}
+		return Result{Action: Reject, Reason: ReasonTooLarge}
 	}
 	s.log.Error("clamd unavailable", "err", err, "policy", s.downPolicy())
 	if s.downPolicy() == DownAccept {

@@ -39,6 +39,8 @@ type Config struct {
 	DNSBL      DNSBL      `toml:"dnsbl"`
 	Spam       Spam       `toml:"spam"`
 	Submission Submission `toml:"submission"`
+	HTTP       HTTP       `toml:"http"`
+	Login      Login      `toml:"login"`
 	Queue      Queue      `toml:"queue"`
 	Auth       Auth       `toml:"auth"`
 	Quota      Quota      `toml:"quota"`
@@ -92,6 +94,13 @@ type SMTP struct {
 	MaxConnectionsPerIP int      `toml:"max_connections_per_ip"` // per IPv4 address or IPv6 /64
 	ConnectionRate      int      `toml:"connection_rate"`        // new connections per client per minute
 	PregreetWait        Duration `toml:"pregreet_wait"`          // a client talking before the banner is dropped; 0s: off
+
+	// Memory per message (MX and submission): a message larger than
+	// SpoolThreshold bytes goes to a file in DATA/spool while it arrives;
+	// at most LargeDeliveries such messages are delivered (mapped,
+	// parsed, scanned, stored) at once, the others wait their turn.
+	SpoolThreshold  int `toml:"spool_threshold"`
+	LargeDeliveries int `toml:"large_deliveries"`
 }
 
 // DNS says which recursive resolvers pimail asks (SPF, DKIM, DMARC, MX,
@@ -126,6 +135,16 @@ type AV struct {
 	Clamd            string   `toml:"clamd"`             // "unix:/run/clamav/clamd.ctl" or "tcp:host:3310"; "" off
 	ClamdTimeout     Duration `toml:"clamd_timeout"`
 	ClamdDown        string   `toml:"clamd_down"` // when clamd fails: "defer" (451) or "accept" (tagged)
+	// ClamdMaxSize is the most bytes sent to clamd in one stream; keep it
+	// within clamd's StreamMaxLength (25 MiB by default). A larger message
+	// is scanned one MIME part at a time; a single part above it follows
+	// TooLarge.
+	ClamdMaxSize int64 `toml:"clamd_max_size"`
+	// TooLarge is what happens to a part too large for clamd: "reject"
+	// (552 5.3.4, the default), "defer" (451: the sender retries, for
+	// when clamd's limit is being raised) or "deliver-flagged" (delivered
+	// with X-Virus-Status: Unscanned (too-large)).
+	TooLarge string `toml:"too_large"`
 }
 
 // Quota says how mail for a full mailbox is refused (limits are set per
@@ -154,6 +173,38 @@ type Submission struct {
 	NoSentCopy bool `toml:"no_sent_copy"`
 	// AllowLoopbackAuth allows AUTH without TLS from loopback addresses.
 	AllowLoopbackAuth bool `toml:"allow_loopback_auth"`
+	// Open connections in total and per client (IPv4 address or IPv6
+	// /64), and new connections per client per minute, as for smtp; a
+	// negative value turns a limit off. Loopback is held only to the
+	// total.
+	MaxConnections      int `toml:"max_connections"`
+	MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
+	ConnectionRate      int `toml:"connection_rate"`
+}
+
+// HTTP limits, for each of the http and https listeners (webmail, admin,
+// autoconfig). When the https listener is on, the plain http listener only
+// redirects to it (and answers ACME challenges and autoconfig); without
+// it, logins over plain http are refused except from loopback (a local
+// reverse proxy that terminates TLS).
+type HTTP struct {
+	MaxConnections      int `toml:"max_connections"`
+	MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
+	ConnectionRate      int `toml:"connection_rate"`
+}
+
+// Login configures the throttle on failed logins, shared by every
+// protocol (IMAP, POP3, submission, webmail, admin), and the cache of
+// successful password checks. Failures are counted per client address
+// (IPv4, or IPv6 /64), per account and address, and per account; each
+// count leaks away over its window.
+type Login struct {
+	MaxFailures     int      `toml:"max_failures"`     // one account from one address, per window
+	SourceFailures  int      `toml:"source_failures"`  // one address, all accounts, per window
+	Window          Duration `toml:"window"`           // for the two above
+	AccountFailures int      `toml:"account_failures"` // one account, all addresses, per account_window; then only its known addresses
+	AccountWindow   Duration `toml:"account_window"`   //
+	CacheTTL        Duration `toml:"cache_ttl"`        // remember a successful password check; 0s: never
 }
 
 // Queue configures the outbound queue: how long and how often delivery to
@@ -287,6 +338,14 @@ func Default() Config {
 			MaxConnectionsPerIP: 10,
 			ConnectionRate:      60,
 			PregreetWait:        Duration{300 * time.Millisecond},
+			SpoolThreshold:      128 << 10,
+			LargeDeliveries:     2,
+		},
+		Submission: Submission{MaxConnections: 200, MaxConnectionsPerIP: 20, ConnectionRate: 60},
+		HTTP:       HTTP{MaxConnections: 500, MaxConnectionsPerIP: 50, ConnectionRate: 300},
+		Login: Login{
+			MaxFailures: 10, SourceFailures: 30, Window: Duration{15 * time.Minute},
+			AccountFailures: 100, AccountWindow: Duration{time.Hour}, CacheTTL: Duration{time.Hour},
 		},
 		DNS:   DNS{Timeout: Duration{2 * time.Second}},
 		DNSBL: DNSBL{Threshold: 1},
@@ -301,7 +360,8 @@ func Default() Config {
 			PerDomain:    2,
 			MTASTS:       true,
 		},
-		AV: AV{AttachmentPolicy: true, ClamdTimeout: Duration{60 * time.Second}, ClamdDown: "defer"},
+		AV: AV{AttachmentPolicy: true, ClamdTimeout: Duration{60 * time.Second}, ClamdDown: "defer",
+			ClamdMaxSize: 25 << 20, TooLarge: "reject"},
 		IMAP: IMAP{
 			MaxLiteralSize: 50 << 20,
 			MaxLineLength:  64 << 10,
@@ -373,6 +433,14 @@ func (c Config) Validate() error {
 	}
 	if c.AV.ClamdDown != "defer" && c.AV.ClamdDown != "accept" {
 		return fmt.Errorf("config: av.clamd_down %q: want defer or accept", c.AV.ClamdDown)
+	}
+	switch c.AV.TooLarge {
+	case "reject", "defer", "deliver-flagged":
+	default:
+		return fmt.Errorf("config: av.too_large %q: want reject, defer or deliver-flagged", c.AV.TooLarge)
+	}
+	if c.SMTP.SpoolThreshold < 0 || c.SMTP.LargeDeliveries < 0 || c.AV.ClamdMaxSize < 0 {
+		return fmt.Errorf("config: smtp.spool_threshold, smtp.large_deliveries and av.clamd_max_size must not be negative")
 	}
 	if c.Spam.Enabled && c.Spam.RejectThreshold <= c.Spam.JunkThreshold {
 		return fmt.Errorf("config: spam.reject_threshold must be above spam.junk_threshold")

@@ -120,8 +120,17 @@ type target struct {
 
 // Deliver stores raw (the message as received, with the receiving server's
 // Received field already on top) for every local recipient of env, and
-// returns only when the store has it on disk. It is safe for concurrent use.
+// returns only when the store has it on disk. It is safe for concurrent
+// use. raw is not changed: the pipeline works on a copy.
 func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]store.Delivered, error) {
+	return p.DeliverMessage(ctx, env, copyMessage(raw, defaultRoom))
+}
+
+// DeliverMessage is Deliver for a message that the caller hands over with
+// room in front of it (see Message): the pipeline adds its fields in place,
+// and the message is never copied whole. m is changed, and not kept after
+// the call.
+func (p *Pipeline) DeliverMessage(ctx context.Context, env Envelope, m *Message) ([]store.Delivered, error) {
 	start := p.now()
 	if env.ID == "" {
 		env.ID = NewID()
@@ -142,50 +151,65 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	if len(tgt.accounts) == 0 && len(tgt.remote) == 0 {
 		return nil, ErrNoRecipients
 	}
-	if len(tgt.remote) > 0 && countReceived(raw) > MaxHops {
+	if len(tgt.remote) > 0 && countReceived(m.Bytes()) > MaxHops {
 		log.Warn("mail loop: too many Received fields to forward", "from", env.MailFrom, "remote", tgt.remote)
 		return nil, fmt.Errorf("deliver %s: %w", env.ID, errLoop)
 	}
 
-	// Step 2: trace fields. With filters or authentication on, verdict
-	// fields that came from outside are dropped first. DKIM verifies the
-	// message as received: a sender may have signed such fields.
-	received := raw
-	if p.filters.enabled() {
-		raw = stripFilterFields(raw)
-	}
-	raw = p.auth.stripForeignAuthResults(raw)
-	full := prependReturnPath(env.MailFrom, raw, filterRoom)
-
-	// Step 3: parse once; the store keeps the result beside the message.
-	parsed := parse(log, full)
-
-	// Steps 4 and 5: sender authentication, then content filters. A
-	// refusal happens here, before anything is stored, so the SMTP client
-	// gets it as the reply to DATA (never accept, then bounce).
+	// Step 4, first half: sender authentication reads the message as
+	// received (DKIM verifies it as signed), before anything changes it.
+	// A refusal happens here or in the filters, before anything is
+	// stored, so the SMTP client gets it as the reply to DATA (never
+	// accept, then bounce).
 	var outcome *filterOutcome
+	var authRes *msgauth.Result
 	if p.auth.enabled() || p.filters.enabled() {
 		outcome = &filterOutcome{}
-		var authRes *msgauth.Result
 		if p.auth.applies(env) {
 			var err error
-			if authRes, err = p.authenticate(ctx, log, env, received, outcome); err != nil {
+			if authRes, err = p.authenticate(ctx, log, env, m.Bytes(), outcome); err != nil {
 				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 			}
 		}
-		if p.filters.enabled() {
-			if err := p.runFilters(ctx, log, env, tgt.accounts, full, parsed, authRes, outcome); err != nil {
-				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
-			}
-		}
-		full = insertHeaders(full, parsed, outcome.headers)
 	}
 
+	// Step 2: trace fields. With filters or authentication on, verdict
+	// fields that came from outside are dropped first, from the header
+	// alone, which is moved in place.
+	if p.filters.enabled() || p.auth.enabled() {
+		n := headerLen(m.Bytes())
+		hdr := m.Bytes()[:n]
+		stripped := hdr
+		if p.filters.enabled() {
+			stripped = stripFilterFields(stripped)
+		}
+		stripped = p.auth.stripForeignAuthResults(stripped)
+		if len(stripped) != n {
+			m.replaceHeader(n, stripped)
+		}
+	}
+	received := m.Bytes() // what forwarding sends on
+	m.Prepend(returnPath(env.MailFrom))
+
+	// Step 3: parse once; the store keeps the result beside the message.
+	parsed := parse(log, m.Bytes())
+
+	// Step 5: content filters.
+	if outcome != nil {
+		if p.filters.enabled() {
+			if err := p.runFilters(ctx, log, env, tgt.accounts, m.Bytes(), parsed, authRes, outcome); err != nil {
+				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+			}
+		}
+		insertHeaders(m, parsed, outcome.headers)
+	}
+	full := m.Bytes()
+
 	// Forwarding (forward.go): remote alias targets get the message as
-	// received, through the outbound queue, once it has passed the checks
-	// above. Queued before the local copies are stored: should storing
-	// fail, the sender's retry may duplicate the forwarded copy, but
-	// nothing is lost.
+	// received (less foreign verdict fields), through the outbound queue,
+	// once it has passed the checks above. Queued before the local copies
+	// are stored: should storing fail, the sender's retry may duplicate
+	// the forwarded copy, but nothing is lost.
 	if len(tgt.remote) > 0 {
 		if err := p.forward(ctx, log, env, tgt, received); err != nil {
 			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)

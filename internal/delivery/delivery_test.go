@@ -212,32 +212,35 @@ func TestNewID(t *testing.T) {
 	}
 }
 
-func TestPrependReturnPathSanitises(t *testing.T) {
-	got := string(prependReturnPath("a\r\nX-Evil: 1<>@b", []byte("X: y\r\n\r\n"), 0))
-	if got != "Return-Path: <aX-Evil: 1@b>\r\nX: y\r\n\r\n" {
+func TestReturnPathSanitises(t *testing.T) {
+	if got := returnPath("a\r\nX-Evil: 1<>@b"); got != "Return-Path: <aX-Evil: 1@b>\r\n" {
 		t.Fatalf("got %q", got)
 	}
 }
 
-// TestInsertHeaders inserts fields after Return-Path in place (with room)
-// and by a copy (without), and checks that the moved offsets are those of
-// the result parsed afresh, down to the parts of an enclosed message.
+// TestInsertHeaders prepends Return-Path and inserts fields after it, in
+// the room in front of the message when there is enough and by a copy
+// when not, and checks that the moved offsets are those of the result
+// parsed afresh, down to the parts of an enclosed message.
 func TestInsertHeaders(t *testing.T) {
 	raw := []byte("Received: by x\r\nSubject: s\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n" +
 		"--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b\r\nContent-Type: message/rfc822\r\n\r\n" +
 		"Subject: inner\r\nContent-Type: multipart/alternative; boundary=c\r\n\r\n" +
 		"--c\r\nContent-Type: text/plain\r\n\r\ninner text\r\n--c--\r\n--b--\r\n")
+	rp := returnPath("a@b")
 	fields := "X-Spam-Status: No\r\nX-Virus-Status: Clean\r\n"
-	want := "Return-Path: <a@b>\r\n" + fields + string(raw)
-	for _, room := range []int{0, len(fields), filterRoom} {
-		full := prependReturnPath("a@b", raw, room)
-		before := &full[0]
-		parsed := message.Parse(full)
-		got := insertHeaders(full, parsed, fields)
+	want := rp + fields + string(raw)
+	for _, room := range []int{0, len(rp), len(rp) + len(fields), defaultRoom} {
+		buf := append(make([]byte, room), raw...)
+		m := NewMessage(buf, room)
+		m.Prepend(rp)
+		parsed := message.Parse(m.Bytes())
+		insertHeaders(m, parsed, fields)
+		got := m.Bytes()
 		if string(got) != want {
 			t.Fatalf("room %d: got %q", room, got)
 		}
-		if inPlace := &got[0] == before; inPlace != (room >= len(fields)) {
+		if inPlace := &got[len(got)-1] == &buf[len(buf)-1]; inPlace != (room >= len(rp)+len(fields)) {
 			t.Errorf("room %d: in place %v", room, inPlace)
 		}
 		gotJSON, _ := json.Marshal(parsed.Body)
@@ -245,6 +248,17 @@ func TestInsertHeaders(t *testing.T) {
 		if !bytes.Equal(gotJSON, wantJSON) {
 			t.Errorf("room %d: offsets\n%s\nwant\n%s", room, gotJSON, wantJSON)
 		}
+	}
+}
+
+// TestReplaceHeader: a shorter header is moved up to the body, in place.
+func TestReplaceHeader(t *testing.T) {
+	buf := []byte("....X-Spam: yes\r\nSubject: s\r\n\r\nbody\r\n")
+	m := NewMessage(buf, 4)
+	n := headerLen(m.Bytes())
+	m.replaceHeader(n, []byte("Subject: s\r\n\r\n"))
+	if got := string(m.Bytes()); got != "Subject: s\r\n\r\nbody\r\n" {
+		t.Fatalf("got %q", got)
 	}
 }
 

@@ -66,28 +66,38 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 	if p.filters.AV != nil {
 		r := p.filters.AV.Scan(ctx, full, parsed)
 		out.logArgs = append(out.logArgs, "av", r.Action.String())
-		switch r.Action {
-		case av.Reject:
+		switch {
+		case r.Reason == av.ReasonTooLarge && r.Action == av.Reject:
+			// RFC 3463 X.3.4: message too big for system (for the scanner).
+			return &RejectError{Code: 552, Enhanced: [3]int{5, 3, 4}, Message: "Message refused: a part is too large to scan for viruses", Reason: r.Reason}
+		case r.Action == av.Reject:
 			msg := "Message refused: attachment type not accepted (" + r.Reason + ")"
 			if r.Reason == "virus" {
 				msg = "Message refused: malware found"
 			}
 			// RFC 3463 X.7.1: delivery not authorized, message refused.
 			return &RejectError{Code: 554, Enhanced: [3]int{5, 7, 1}, Message: msg, Reason: r.Reason + " " + r.Detail}
-		case av.Defer:
+		case r.Action == av.Defer:
 			return &RejectError{Code: 451, Enhanced: [3]int{4, 7, 1}, Message: "Message cannot be checked now, try again later", Reason: r.Reason}
-		case av.Tag:
+		case r.Action == av.Tag:
 			out.headers += "X-Virus-Status: Unscanned (" + r.Reason + ")\r\n"
-		case av.Clean:
+		case r.Action == av.Clean:
 			if r.Scanned {
 				out.headers += "X-Virus-Status: Clean\r\n"
 			}
 		}
 	}
 	if p.filters.Spam != nil {
+		raw, sp := full, parsed
+		if len(raw) > maxSpamBytes {
+			// A bounded prefix, parsed again: scoring the base64 of a
+			// 50 MB attachment tells nothing and costs seconds.
+			raw = raw[:maxSpamBytes]
+			sp = message.Parse(raw)
+		}
 		in := spam.Input{
-			Raw:      full,
-			Parsed:   parsed,
+			Raw:      raw,
+			Parsed:   sp,
 			Accounts: accounts,
 			MailFrom: env.MailFrom,
 			RemoteIP: env.RemoteIP,
@@ -126,6 +136,10 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 	return nil
 }
 
+// maxSpamBytes is how much of a message the spam filter reads: the text
+// of real mail comes first, and SpamAssassin's default stops at 500 KB.
+const maxSpamBytes = 512 << 10
+
 func hitNames(h []spam.Hit) string {
 	var b bytes.Buffer
 	for i, x := range h {
@@ -157,25 +171,14 @@ func stripFilterFields(raw []byte) []byte {
 	return spam.StripFields(raw, "X-Spam-", "X-Virus-")
 }
 
-// filterRoom is the room prependReturnPath leaves for the fields of the
-// filters and of sender authentication (a few hundred bytes; more only
-// costs insertHeaders a copy).
-const filterRoom = 1 << 10
-
-// insertHeaders puts fields right after the Return-Path line of full (the
+// insertHeaders puts fields right after the Return-Path line of m (its
 // first line) and moves the parsed offsets along, so the message need not
-// be parsed again. It moves the rest of the message in place when full
-// has the room (prependReturnPath leaves filterRoom), so nothing else may
-// hold on to full's bytes.
-func insertHeaders(full []byte, parsed *message.Parsed, fields string) []byte {
+// be parsed again.
+func insertHeaders(m *Message, parsed *message.Parsed, fields string) {
 	if fields == "" {
-		return full
+		return
 	}
-	at := bytes.IndexByte(full, '\n') + 1
-	n := len(full)
-	full = append(full, fields...)
-	copy(full[at+len(fields):], full[at:n])
-	copy(full[at:], fields)
+	m.insertAfterFirstLine(fields)
 	d := int64(len(fields))
 	top := parsed.Body
 	top.Walk(func(p *message.Part) bool {
@@ -186,5 +189,4 @@ func insertHeaders(full []byte, parsed *message.Parsed, fields string) []byte {
 		p.End += d
 		return true
 	})
-	return full
 }

@@ -25,35 +25,24 @@ func NewID() string {
 	return idEncoding.EncodeToString(b[:])
 }
 
-// prependReturnPath puts "Return-Path: <reverse-path>" on top of the
+// returnPath is the "Return-Path: <reverse-path>" field put on top of the
 // message. RFC 5321 §4.4: the final delivery server records the MAIL FROM
-// reverse-path there; "<>" for the null reverse-path. The copy has room
-// for room more bytes, so that insertHeaders can add the filters' fields
-// without copying the message again.
-func prependReturnPath(mailFrom string, raw []byte, room int) []byte {
+// reverse-path there; "<>" for the null reverse-path.
+func returnPath(mailFrom string) string {
 	mailFrom = strings.Map(func(r rune) rune {
 		if r == '\r' || r == '\n' || r == '<' || r == '>' {
 			return -1
 		}
 		return r
 	}, mailFrom)
-	out := make([]byte, 0, len("Return-Path: <>\r\n")+len(mailFrom)+len(raw)+room)
-	out = append(out, "Return-Path: <"...)
-	out = append(out, mailFrom...)
-	out = append(out, ">\r\n"...)
-	return append(out, raw...)
+	return "Return-Path: <" + mailFrom + ">\r\n"
 }
 
 // minimalParsed describes a message as a single text/plain part, the
 // fallback of message.Parse's own contract for mail it cannot understand.
 func minimalParsed(raw []byte) *message.Parsed {
 	n := int64(len(raw))
-	bodyStart := n
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		bodyStart = int64(i + 4)
-	} else if i := bytes.Index(raw, []byte("\n\n")); i >= 0 {
-		bodyStart = int64(i + 2)
-	}
+	bodyStart := int64(headerLen(raw))
 	return &message.Parsed{Body: &message.Part{
 		Type:      "text",
 		Subtype:   "plain",

@@ -232,6 +232,10 @@ func (s *session) authFailed(user string, err error) (string, string, error) {
 	s.failed++
 	metrics.AuthFailures.With(metrics.ProtoIMAP).Inc()
 	s.log.Info("imap authentication failed", "user", user, "err", err)
+	if errors.Is(err, auth.ErrRateLimited) {
+		// RFC 5530 §3: a temporary failure; the client may retry later.
+		return "", "", no("UNAVAILABLE", "too many failed logins, try again later")
+	}
 	return "", "", no("AUTHENTICATIONFAILED", "authentication failed")
 }
 

@@ -307,6 +307,10 @@ func (s *session) complete(cmd *command, code, text string, err error) result {
 			// space is freed; nothing was stored.
 			s.log.Warn("imap command failed: no space left", "cmd", cmd.name, "err", err)
 			res = result{status: "NO", code: "OVERQUOTA", text: "insufficient storage on the server, try again later"}
+		} else if errors.Is(err, store.ErrInvalid) {
+			// The store refused the request itself (a name or a set it
+			// cannot take): the client's mistake, not a server fault.
+			res = result{status: "NO", code: "CANNOT", text: "invalid request"}
 		} else if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 			// The client went away mid-command (e.g. during IDLE): not
 			// a server fault, and there is no one left to answer.

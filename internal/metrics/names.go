@@ -75,6 +75,15 @@ var (
 	// AuthFailures counts failed logins by protocol.
 	AuthFailures = Default.NewCounterVec("pimail_auth_failures_total",
 		"Failed authentication attempts, by protocol.", "protocol")
+	// PasswordChecks counts the password checks of internal/auth by how
+	// they were answered: "hash" (an argon2id verification) or "cache"
+	// (a recent success with the same password).
+	PasswordChecks = Default.NewCounterVec("pimail_auth_password_checks_total",
+		"Password checks, by how they were answered (hash or cache).", "source")
+	// AuthThrottled counts logins refused by the login throttle before
+	// any check.
+	AuthThrottled = Default.NewCounter("pimail_auth_throttled_total",
+		"Logins refused by the login throttle without a check.")
 	// Logins counts successful logins by protocol (failures are
 	// AuthFailures).
 	Logins = Default.NewCounterVec("pimail_logins_total",

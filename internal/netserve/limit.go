@@ -143,10 +143,9 @@ func ClientKey(ip netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(ip, ip.BitLen())
 }
 
-// clientKeyOf returns the ClientKey of a connection's address and whether
-// the client is exempt from the per-address limits (loopback). Addresses
-// that are not IP (tests with pipes) share one zero key.
-func clientKeyOf(a net.Addr) (netip.Prefix, bool) {
+// clientKeyOf returns the ClientKey of a connection's address, and the
+// address. Addresses that are not IP (tests with pipes) share one zero key.
+func clientKeyOf(a net.Addr) (netip.Prefix, netip.Addr) {
 	var ip netip.Addr
 	if tcp, ok := a.(*net.TCPAddr); ok {
 		ip, _ = netip.AddrFromSlice(tcp.IP)
@@ -157,7 +156,7 @@ func clientKeyOf(a net.Addr) (netip.Prefix, bool) {
 	}
 	ip = ip.Unmap()
 	if !ip.IsValid() {
-		return netip.Prefix{}, false
+		return netip.Prefix{}, ip
 	}
-	return ClientKey(ip), ip.IsLoopback()
+	return ClientKey(ip), ip
 }

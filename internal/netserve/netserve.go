@@ -52,11 +52,14 @@ type Config struct {
 	// (tests, and a host whose clients all come through a local proxy
 	// should not set it).
 	LimitLoopback bool
+	// ExemptNetworks are held only to the total, like loopback.
+	ExemptNetworks []netip.Prefix
 	// Refusal is written, in place of the greeting, to a connection over
-	// a limit, which is then closed; RateRefusal to one over the rate
-	// limit (default Refusal).
-	Refusal, RateRefusal string
-	Logger               *slog.Logger
+	// the total limit, which is then closed; PerClientRefusal to one over
+	// the per-client limit and RateRefusal to one over the rate limit
+	// (both default Refusal).
+	Refusal, PerClientRefusal, RateRefusal string
+	Logger                                 *slog.Logger
 }
 
 // Server accepts connections and runs handle for each.
@@ -83,6 +86,9 @@ func New(cfg Config, handle func(net.Conn)) *Server {
 	}
 	if cfg.RateRefusal == "" {
 		cfg.RateRefusal = cfg.Refusal
+	}
+	if cfg.PerClientRefusal == "" {
+		cfg.PerClientRefusal = cfg.Refusal
 	}
 	return &Server{
 		cfg:       cfg,
@@ -114,17 +120,16 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.isClosed() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
+			if !Retryable(err) {
+				return fmt.Errorf("%s accept: %w", s.cfg.Name, err)
 			}
-			return fmt.Errorf("%s accept: %w", s.cfg.Name, err)
+			delay = backoff(delay)
+			s.cfg.Logger.Warn("accept failed; retrying", "proto", s.cfg.Name, "err", err, "delay", delay)
+			time.Sleep(delay)
+			continue
 		}
 		delay = 0
-		key, exempt := clientKeyOf(c.RemoteAddr())
-		exempt = exempt && !s.cfg.LimitLoopback
+		key, exempt := s.clientKey(c.RemoteAddr())
 		if over := s.limits.Acquire(key, exempt); over != "" {
 			s.refuse(c, key, over)
 			continue
@@ -146,6 +151,42 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.handle(c)
 		}()
 	}
+}
+
+// clientKey is the key a connection's limits count under, and whether the
+// client is exempt from the per-client limits.
+func (s *Server) clientKey(a net.Addr) (netip.Prefix, bool) {
+	key, ip := clientKeyOf(a)
+	if ip.IsLoopback() && !s.cfg.LimitLoopback {
+		return key, true
+	}
+	for _, p := range s.cfg.ExemptNetworks {
+		if p.Contains(ip) {
+			return key, true
+		}
+	}
+	return key, false
+}
+
+// Retryable reports whether an Accept error is worth retrying: a timeout,
+// or a temporary condition such as running out of file descriptors
+// (EMFILE, ENFILE) or a connection aborted before it was accepted. Out of
+// descriptors, the accept loop waits and tries again instead of giving
+// up, so that one flooded listener never stops the others, or the
+// process.
+func Retryable(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// backoff doubles an accept retry delay, from 5 ms up to a second, as
+// net/http does.
+func backoff(d time.Duration) time.Duration {
+	return min(max(2*d, 5*time.Millisecond), time.Second)
 }
 
 func (s *Server) isClosed() bool {
@@ -215,6 +256,7 @@ func (s *Server) refuse(c net.Conn, key netip.Prefix, over string) {
 		metrics.ConnectionsRefused.With(s.cfg.Name, metrics.RefusePerAddress).Inc()
 		s.cfg.Logger.Warn("connection refused: per-address connection limit", "remote", remote, "client", key.String(),
 			"limit", s.cfg.MaxConnectionsPerIP)
+		refusal = s.cfg.PerClientRefusal
 	}
 	go func() {
 		_ = c.SetDeadline(time.Now().Add(rejectTimeout))

@@ -29,17 +29,16 @@ import (
 	"pimail/internal/msgauth"
 	"pimail/internal/pop3d"
 	"pimail/internal/queue"
-	"pimail/internal/smtpd"
+	"pimail/internal/smtpserver"
 	"pimail/internal/spam"
 	"pimail/internal/store"
-	"pimail/internal/submission"
 	"pimail/internal/webmail"
 )
 
 // parts are the running components behind the listeners.
 type parts struct {
-	smtp        *smtpd.Server
-	submission  *submission.Server // nil without TLS
+	smtp        *smtpserver.Server
+	submission  *smtpserver.Server // nil without TLS
 	queue       *queue.Queue
 	imap        *imapd.Server
 	pop3        *pop3d.Server
@@ -105,7 +104,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	if err != nil {
 		return nil, err
 	}
-	authn := auth.New(st, logger) // one instance: failed logins count across protocols
+	// One instance: failed logins count across protocols.
+	authn := auth.NewWithLimits(st, logger, loginLimits(cfg.Login))
 	if p.queue, err = queue.New(queueConfig(cfg), queue.Deps{
 		Store: st, Dir: dir, Local: pipe, Resolver: res,
 		Signer: dkim.NewSigner(st, logger),
@@ -125,41 +125,53 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	}
 	pipe.WithForwarding(p.queue, srs)
 	p.queue.Start()
+	spool := filepath.Join(cfg.Data, "spool")
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		p.queue.Close()
+		return nil, fmt.Errorf("spool directory: %w", err)
+	}
+	smtpCfg := func(role smtpserver.Role) smtpserver.Config {
+		return smtpserver.Config{
+			Role:            role,
+			Hostname:        cfg.Hostname,
+			MaxMessageBytes: cfg.SMTP.MaxMessageSize,
+			MaxRecipients:   cfg.SMTP.MaxRecipients,
+			MaxErrors:       cfg.SMTP.MaxErrors,
+			ReadTimeout:     cfg.SMTP.CommandTimeout.Duration,
+			DataTimeout:     cfg.SMTP.DataTimeout.Duration,
+			TLS:             tlsConf,
+			SpoolDir:        spool,
+			SpoolThreshold:  cfg.SMTP.SpoolThreshold,
+			LargeDeliveries: cfg.SMTP.LargeDeliveries,
+		}
+	}
 	if tlsConf != nil {
-		if p.submission, err = submission.New(submission.Config{
-			Hostname:             cfg.Hostname,
-			TLS:                  tlsConf,
-			InsecureLoopbackAuth: cfg.Submission.AllowLoopbackAuth,
-			NoSentCopy:           cfg.Submission.NoSentCopy,
-			MaxMessageBytes:      cfg.SMTP.MaxMessageSize,
-			MaxRecipients:        cfg.SMTP.MaxRecipients,
-			ReadTimeout:          cfg.SMTP.CommandTimeout.Duration,
-			DataTimeout:          cfg.SMTP.DataTimeout.Duration,
-		}, submission.Deps{
-			Store: st, Dir: dir, Local: pipe, Queue: p.queue, Auth: authn,
-			Logger: logger,
+		sc := smtpCfg(smtpserver.Submission)
+		sc.InsecureLoopbackAuth = cfg.Submission.AllowLoopbackAuth
+		sc.NoSentCopy = cfg.Submission.NoSentCopy
+		sc.MaxConnections = cfg.Submission.MaxConnections
+		sc.MaxConnectionsPerIP = cfg.Submission.MaxConnectionsPerIP
+		sc.ConnectionRate = cfg.Submission.ConnectionRate
+		if p.submission, err = smtpserver.New(sc, smtpserver.Deps{
+			Pipeline: pipe, Dir: dir, Mailboxes: st, Queue: p.queue, Auth: authn,
+			Logger: logger.With("proto", "submission"),
 		}); err != nil {
 			p.queue.Close()
 			return nil, fmt.Errorf("submission: %w", err)
 		}
 	}
-	p.smtp = smtpd.New(smtpd.Config{
-		Hostname:        cfg.Hostname,
-		MaxMessageBytes: cfg.SMTP.MaxMessageSize,
-		MaxRecipients:   cfg.SMTP.MaxRecipients,
-		MaxErrors:       cfg.SMTP.MaxErrors,
-		ReadTimeout:     cfg.SMTP.CommandTimeout.Duration,
-		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
-		TLS:             tlsConf,
-
-		MaxConnections:      cfg.SMTP.MaxConnections,
-		MaxConnectionsPerIP: cfg.SMTP.MaxConnectionsPerIP,
-		ConnectionRate:      cfg.SMTP.ConnectionRate,
-		PregreetWait:        orOff(cfg.SMTP.PregreetWait.Duration),
-		DNSBL:               checker,
-		DNSBLThreshold:      cfg.DNSBL.Threshold,
-		DeliveryLog:         p.dlog,
-	}, dir, pipe, logger.With("proto", "smtp"))
+	mx := smtpCfg(smtpserver.MX)
+	mx.MaxConnections = cfg.SMTP.MaxConnections
+	mx.MaxConnectionsPerIP = cfg.SMTP.MaxConnectionsPerIP
+	mx.ConnectionRate = cfg.SMTP.ConnectionRate
+	mx.PregreetWait = orOff(cfg.SMTP.PregreetWait.Duration)
+	mx.DNSBLThreshold = cfg.DNSBL.Threshold
+	if p.smtp, err = smtpserver.New(mx, smtpserver.Deps{
+		Pipeline: pipe, DNSBL: checker, DeliveryLog: p.dlog, Logger: logger.With("proto", "smtp"),
+	}); err != nil {
+		p.queue.Close()
+		return nil, fmt.Errorf("smtp: %w", err)
+	}
 	p.imap = imapd.New(imapd.Config{
 		Hostname:          cfg.Hostname,
 		TLS:               tlsConf,
@@ -215,7 +227,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	if p.junk != nil {
 		webJunk = p.junk
 	}
-	web := func(secure bool) *webServer {
+	web := func(secure bool) http.Handler {
 		mux := http.NewServeMux()
 		for _, path := range autoconfig.Paths {
 			mux.Handle(path, auto)
@@ -232,11 +244,14 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			Outbound:      p.queue, // built above, never nil here
 			Junk:          webJunk,
 		}, st, authn, pipe, logger))
-		return newWebServer(mux, logger)
+		return mux
 	}
-	p.http, p.https = web(false), web(true)
-	if acmeHTTP != nil {
-		p.http = newWebServer(acmeHTTP, logger)
+	p.https = newWebServer(web(true), logger)
+	if cfg.Listen.HTTPS != "" {
+		// HTTPS is there: plain HTTP only points to it.
+		p.http = newWebServer(redirectToHTTPS(cfg.Listen.HTTPS, auto, acmeHTTP), logger)
+	} else {
+		p.http = newWebServer(refusePlainLogins(web(false)), logger)
 	}
 	return p, nil
 }
@@ -250,62 +265,6 @@ func port(addr string) int {
 	n, _ := strconv.Atoi(p)
 	return n
 }
-
-// mtaSTSPolicy serves the MTA-STS policy (RFC 8461 §3.2) of the domain
-// named by the request's host, mta-sts.DOMAIN, from DIR/DOMAIN.txt as
-// `pimail quickstart` writes it.
-func mtaSTSPolicy(dir string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		domain, ok := strings.CutPrefix(host, "mta-sts.")
-		if !ok || domain == "" || strings.ContainsAny(domain, "/\\") || strings.HasPrefix(domain, ".") {
-			http.NotFound(w, r)
-			return
-		}
-		policy, err := os.ReadFile(filepath.Join(dir, domain+".txt"))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(policy)
-	})
-}
-
-// loopbackOnly serves h to loopback clients only: the metrics reveal
-// traffic volumes and are for a local Prometheus or an SSH tunnel.
-func loopbackOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			http.NotFound(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// webServer serves HTTP handlers on a listener with timeouts against slow
-// clients. The event stream clears its own write deadline.
-type webServer struct{ srv *http.Server }
-
-func newWebServer(h http.Handler, logger *slog.Logger) *webServer {
-	return &webServer{srv: &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       5 * time.Minute, // uploads of large attachments
-		WriteTimeout:      5 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
-	}}
-}
-
-func (w *webServer) Serve(ln net.Listener) error { return w.srv.Serve(ln) }
-func (w *webServer) Close() error                { return w.srv.Close() }
 
 // newFilters builds the content filters of the delivery pipeline.
 func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error) {
@@ -327,10 +286,11 @@ func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error
 		NoPolicy:  !cfg.AV.AttachmentPolicy,
 		Policy:    av.PolicyConfig{AllowMacros: cfg.AV.AllowMacros},
 		ClamdDown: cfg.AV.ClamdDown,
+		TooLarge:  cfg.AV.TooLarge,
 		Logger:    logger,
 	}
 	if network, addr, ok := strings.Cut(cfg.AV.Clamd, ":"); ok {
-		avc.Clamd = &av.Clamd{Network: network, Address: addr, Timeout: cfg.AV.ClamdTimeout.Duration}
+		avc.Clamd = &av.Clamd{Network: network, Address: addr, Timeout: cfg.AV.ClamdTimeout.Duration, MaxSize: cfg.AV.ClamdMaxSize}
 	}
 	if !avc.NoPolicy || avc.Clamd != nil {
 		f.AV = av.NewScanner(avc)
@@ -374,7 +334,19 @@ func newDNSBL(cfg config.Config, res dnsresolver.Resolver, logger *slog.Logger) 
 	return checker, nil
 }
 
-// orOff maps the configuration's "0s means off" to smtpd's negative value.
+// loginLimits maps the configuration onto the login throttle.
+func loginLimits(l config.Login) auth.Limits {
+	ttl := l.CacheTTL.Duration
+	if ttl == 0 {
+		ttl = -1 // 0s in the file: no cache
+	}
+	return auth.Limits{
+		MaxFailures: l.MaxFailures, SourceFailures: l.SourceFailures, Window: l.Window.Duration,
+		AccountFailures: l.AccountFailures, AccountWindow: l.AccountWindow.Duration, CacheTTL: ttl,
+	}
+}
+
+// orOff maps the configuration's "0s means off" to the servers' negative value.
 func orOff(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1

@@ -16,8 +16,25 @@ import (
 
 	"pimail/internal/certs"
 	"pimail/internal/config"
+	"pimail/internal/metrics"
+	"pimail/internal/netserve"
 	"pimail/internal/store"
 )
+
+// httpLimits are the connection limits of one HTTP listener. Over a limit,
+// plain HTTP gets a 503 (RFC 9110 §15.6.4) and HTTPS a closed connection
+// (a reply would have to go through a TLS handshake first).
+func httpLimits(c config.HTTP, plain bool, logger *slog.Logger) *netserve.Server {
+	refusal := ""
+	if plain {
+		refusal = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 22\r\n" +
+			"Retry-After: 60\r\nConnection: close\r\n\r\nToo many connections.\n"
+	}
+	return netserve.New(netserve.Config{
+		Name: metrics.ProtoHTTP, MaxConnections: c.MaxConnections, MaxConnectionsPerIP: c.MaxConnectionsPerIP,
+		ConnectionRate: c.ConnectionRate, Refusal: refusal, Logger: logger.With("proto", "http"),
+	}, nil)
+}
 
 // Ready is written to the log output once every listener accepts
 // connections; scripts and tests wait for it.
@@ -61,6 +78,7 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	fitConnectionLimits(&cfg, logger)
 	parts, err := build(ctx, cfg, st, tlsConf, acmeHTTP, logger)
 	if err != nil {
 		return err
@@ -96,6 +114,10 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
 			return fmt.Errorf("listener %s: %w", l.name, err)
+		}
+		if l.name == "http" || l.name == "https" {
+			// net/http runs its own accept loop; the limits go under TLS.
+			ln = httpLimits(cfg.HTTP, l.name == "http", logger).Listener(ln)
 		}
 		if l.tls {
 			ln = tls.NewListener(ln, tlsConf)

@@ -16,11 +16,14 @@ const maxActionUIDs = 5000
 
 // localRedirect returns next when it is a path on this site, else fallback.
 func localRedirect(next, fallback string) string {
-	if strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//") && !strings.HasPrefix(next, "/\\") &&
-		!strings.ContainsAny(next, "\r\n") {
-		return next
+	// Browsers drop tabs and newlines anywhere in a URL and read "\\" as
+	// "/" (WHATWG URL standard), so "/\t/evil.example" is "//evil.example",
+	// another site: no control character, space or backslash is allowed.
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.IndexFunc(next, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\\' }) >= 0 {
+		return fallback
 	}
-	return fallback
+	return next
 }
 
 // action applies one operation to the selected messages of a mailbox:
