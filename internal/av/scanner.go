@@ -50,7 +50,7 @@ type Config struct {
 	// TooLarge is TooLargeReject, TooLargeDefer or TooLargeDeliver; ""
 	// means TooLargeReject.
 	TooLarge string
-	Logger    *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Result is the virus step's verdict.
