@@ -31,6 +31,7 @@ type Listeners struct {
 	Submissions string // implicit TLS (465)
 	POP3        string
 	HTTP        string
+	HTTPS       string
 	IMAPS       string
 	POP3S       string // implicit TLS (995)
 }
@@ -50,6 +51,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 			l.POP3 = freeAddr(t)
 		case "http":
 			l.HTTP = freeAddr(t)
+		case "https":
+			l.HTTPS = freeAddr(t)
 		case "imaps":
 			l.IMAPS = freeAddr(t)
 		case "pop3s":

@@ -2,6 +2,7 @@ package blackbox
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -105,7 +106,7 @@ func adminDisable(t *testing.T, base, admin, account string) {
 // correct LOGIN is refused too.
 func TestSCRAMIMAPPOP3(t *testing.T) {
 	python := requireTool(t, "python3")
-	srv := NewServer(t, "")
+	srv := NewServer(t, "[login]\ndelay = \"10ms\"\nmax_delay = \"40ms\"\n")
 	users := srv.AddAccounts("scram", "boss")
 	user, boss := users[0], users[1]
 	srv.Admin("account", "admin", boss)
@@ -160,8 +161,9 @@ func TestSCRAMIMAPPOP3(t *testing.T) {
 		t.Errorf("disabled account: %d failure lines:\n%s", len(got), strings.Join(got, "\n"))
 	}
 
-	// So far 7 failures from 127.0.0.1; the default limit is 10.
-	for i := 0; i < 5; i++ {
+	// Failed proofs count like failed passwords: after the default 10
+	// for one account from one address, that account is refused there.
+	for i := 0; i < 10; i++ {
 		goIMAPSCRAM(t, srv.IMAP, boss, "wrong-password")
 	}
 	limited := regexp.MustCompile(`msg="authentication failed" remote=127\.0\.0\.1 .*reason="rate limited"`)
@@ -172,6 +174,17 @@ func TestSCRAMIMAPPOP3(t *testing.T) {
 	defer c.Close()
 	if err := c.Login(boss, testPassword).Wait(); err == nil {
 		t.Error("LOGIN with the right password accepted after 10 failed SCRAM logins from the address")
+	}
+	// The owner, from another address, is not locked out by them.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 10 * time.Second}
+	conn, err := d.Dial("tcp", srv.IMAP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := imapclient.New(conn, nil)
+	defer other.Close()
+	if err := other.Login(boss, testPassword).Wait(); err != nil {
+		t.Errorf("LOGIN from another address after the failures: %v", err)
 	}
 	if len(srv.logLines(limited)) == 0 {
 		t.Errorf("no rate-limited line after failed SCRAM logins:\n%s", srv.Logs())

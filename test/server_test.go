@@ -31,6 +31,8 @@ type Server struct {
 	SMTP   string // host:port
 	IMAP   string // host:port
 	Config string // path of a config file, or ""
+	// Prefix is a command the server runs under (e.g. prlimit), or nil.
+	Prefix []string
 
 	proc *serverProc
 }
@@ -105,12 +107,17 @@ func (s *Server) StartWith(l Listeners) {
 	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
 		"--smtp", s.SMTP, "--imap", s.IMAP,
 		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
-		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", ""}
+		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", l.HTTPS}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}
 	p := &serverProc{log: newLogWriter(), exited: make(chan struct{})}
-	p.cmd = exec.Command(pimailBin, args...)
+	if len(s.Prefix) > 0 {
+		args = append(append(s.Prefix[1:], pimailBin), args...)
+		p.cmd = exec.Command(s.Prefix[0], args...)
+	} else {
+		p.cmd = exec.Command(pimailBin, args...)
+	}
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {

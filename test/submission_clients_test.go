@@ -74,7 +74,7 @@ func TestSubmissionClients(t *testing.T) {
 
 	bob := imapLogin(t, srv.IMAP, users[1], &imapclient.Options{})
 	alice := imapLogin(t, srv.IMAP, users[0], &imapclient.Options{})
-	esmtpsa := regexp.MustCompile(`\r\nReceived: from [^\r]*\r\n\tby test\.local with ESMTPSA `)
+	esmtpsa := regexp.MustCompile(`\r\nReceived: from [^\r]*\r\n\tby test\.local (\([^)]*\) )?with ESMTPSA `)
 	for _, r := range runs {
 		got := waitMessage(t, bob, "INBOX", subject(r), 30*time.Second)
 		if got == "" {

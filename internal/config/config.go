@@ -204,7 +204,11 @@ type Login struct {
 	Window          Duration `toml:"window"`           // for the two above
 	AccountFailures int      `toml:"account_failures"` // one account, all addresses, per account_window; then only its known addresses
 	AccountWindow   Duration `toml:"account_window"`   //
-	CacheTTL        Duration `toml:"cache_ttl"`        // remember a successful password check; 0s: never
+	// After the first 3 failures of an account from an address, each
+	// attempt waits Delay, doubled per failure, up to MaxDelay.
+	Delay    Duration `toml:"delay"`
+	MaxDelay Duration `toml:"max_delay"`
+	CacheTTL Duration `toml:"cache_ttl"` // remember a successful password check; 0s: never
 }
 
 // Queue configures the outbound queue: how long and how often delivery to
@@ -345,7 +349,8 @@ func Default() Config {
 		HTTP:       HTTP{MaxConnections: 500, MaxConnectionsPerIP: 50, ConnectionRate: 300},
 		Login: Login{
 			MaxFailures: 10, SourceFailures: 30, Window: Duration{15 * time.Minute},
-			AccountFailures: 100, AccountWindow: Duration{time.Hour}, CacheTTL: Duration{time.Hour},
+			AccountFailures: 100, AccountWindow: Duration{time.Hour},
+			Delay: Duration{time.Second}, MaxDelay: Duration{16 * time.Second}, CacheTTL: Duration{time.Hour},
 		},
 		DNS:   DNS{Timeout: Duration{2 * time.Second}},
 		DNSBL: DNSBL{Threshold: 1},

@@ -342,7 +342,8 @@ func loginLimits(l config.Login) auth.Limits {
 	}
 	return auth.Limits{
 		MaxFailures: l.MaxFailures, SourceFailures: l.SourceFailures, Window: l.Window.Duration,
-		AccountFailures: l.AccountFailures, AccountWindow: l.AccountWindow.Duration, CacheTTL: ttl,
+		AccountFailures: l.AccountFailures, AccountWindow: l.AccountWindow.Duration,
+		Delay: l.Delay.Duration, MaxDelay: l.MaxDelay.Duration, CacheTTL: ttl,
 	}
 }
 
