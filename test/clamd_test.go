@@ -148,6 +148,12 @@ func waitInbox(t *testing.T, srv *Server, user string, n int) []string {
 // the socket path and a function that stops clamd (by its PID).
 func startRealClamd(t *testing.T) (sock string, stop func()) {
 	t.Helper()
+	return startRealClamdMax(t, "10M")
+}
+
+// startRealClamdMax is startRealClamd with clamd's StreamMaxLength.
+func startRealClamdMax(t *testing.T, streamMax string) (sock string, stop func()) {
+	t.Helper()
 	bin, err := exec.LookPath("clamd")
 	if err != nil {
 		if _, e := os.Stat("/usr/sbin/clamd"); e == nil {
@@ -176,8 +182,8 @@ func startRealClamd(t *testing.T) (sock string, stop func()) {
 	}
 	sock = filepath.Join(dir, "clamd.sock")
 	conf := filepath.Join(dir, "clamd.conf")
-	cfg := fmt.Sprintf("LocalSocket %s\nDatabaseDirectory %s\nForeground yes\nLogFile %s\nTemporaryDirectory %s\nScanMail yes\nScanArchive yes\nStreamMaxLength 10M\n",
-		sock, db, filepath.Join(dir, "clamd.log"), dir)
+	cfg := fmt.Sprintf("LocalSocket %s\nDatabaseDirectory %s\nForeground yes\nLogFile %s\nTemporaryDirectory %s\nScanMail yes\nScanArchive yes\nStreamMaxLength %s\n",
+		sock, db, filepath.Join(dir, "clamd.log"), dir, streamMax)
 	if os.Geteuid() == 0 {
 		cfg += "User root\n"
 	}

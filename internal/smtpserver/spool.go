@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"pimail/internal/delivery"
+	"pimail/internal/mapfile"
 )
 
 // messageRoom is the free room kept in front of every message for the
@@ -109,7 +110,7 @@ func (sp *spool) overflow(fr *framer) {
 
 // spill moves the message to a new file: the room too, which stays free.
 func (sp *spool) spill(fr *framer) error {
-	f, err := os.CreateTemp(sp.srv.cfg.SpoolDir, "smtp-*")
+	f, err := os.CreateTemp(sp.srv.cfg.SpoolDir, "smtp-*") // read and write, for the mapping
 	if err != nil {
 		return fmt.Errorf("spool message: %w", err)
 	}
@@ -153,14 +154,14 @@ func (sp *spool) message(fr *framer) (m *delivery.Message, release func(keep boo
 		sp.closeFile()
 		return nil, nil, sp.srv.ctx.Err()
 	}
-	mapped, err := mapFile(sp.file, messageRoom+sp.size)
+	mapped, err := mapfile.Map(sp.file, messageRoom+sp.size, true)
 	if err != nil {
 		<-sp.srv.large
 		sp.closeFile()
 		return nil, nil, err
 	}
 	return delivery.NewMessage(mapped, messageRoom), func(bool) {
-		unmapFile(mapped)
+		mapfile.Unmap(mapped)
 		sp.closeFile()
 		<-sp.srv.large
 	}, nil

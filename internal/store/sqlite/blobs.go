@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"pimail/internal/mapfile"
 	"pimail/internal/store"
 )
 
@@ -133,6 +134,34 @@ func (s *Store) readRaw(ctx context.Context, id int64, sha string) ([]byte, erro
 		return nil, fmt.Errorf("read blob %d: %w", id, err)
 	}
 	return os.ReadFile(s.blobPath(sha))
+}
+
+// mapRaw is readRaw for a reader that touches only parts of a large
+// message (the word indexer reads the header and the text parts): a
+// message file is mapped instead of read, so that its attachments cost
+// neither heap nor reads. release unmaps it; raw is not used after.
+func (s *Store) mapRaw(ctx context.Context, id int64, sha string) (raw []byte, release func(), err error) {
+	err = s.bdbRow(ctx, "SELECT raw FROM blob_data WHERE blob_id = ?", id).Scan(&raw)
+	if err == nil {
+		return raw, func() {}, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("read blob %d: %w", id, err)
+	}
+	f, err := os.Open(s.blobPath(sha))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read blob %d: %w", id, err)
+	}
+	raw, err = mapfile.Map(f, fi.Size(), false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read blob %d: %w", id, err)
+	}
+	return raw, func() { mapfile.Unmap(raw) }, nil
 }
 
 // blobSource looks up a blob: its content address and size, and its bytes

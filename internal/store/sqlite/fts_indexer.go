@@ -437,7 +437,7 @@ func (s *Store) loadDocs(ctx context.Context, after int64, limit int, batch map[
 	last = after
 	for _, p := range ps {
 		last = p.id
-		raw, err := s.readRaw(s.ctx, p.id, p.sha)
+		raw, release, err := s.mapRaw(s.ctx, p.id, p.sha)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // collected meanwhile
 		}
@@ -445,6 +445,7 @@ func (s *Store) loadDocs(ctx context.Context, after int64, limit int, batch map[
 			return nil, after, fmt.Errorf("read blob %d to index: %w", p.id, err)
 		}
 		text := store.ExtractSearchableText(raw, decodeParsed(p.pj))
+		release()
 		w := &s.fts.words
 		docs = append(docs, indexDoc{id: p.id, h: w.terms(text.Header, batch), b: w.terms(text.Body, batch)})
 	}
