@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"pimail/bench/procstat"
 )
 
 type config struct {
@@ -184,7 +186,7 @@ func run(cfg *config) (*report, error) {
 	// Before the watchers log in, whose polls keep a server busy.
 	var busyBefore time.Duration
 	if len(cfg.pids) > 0 && cfg.idleFirst > 0 {
-		busyBefore = settle(cfg.pids, cfg.idleFirst, cfg.quiet)
+		busyBefore = procstat.Settle(cfg.pids, cfg.idleFirst, cfg.quiet)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
@@ -205,9 +207,9 @@ func run(cfg *config) (*report, error) {
 		}
 	}
 
-	var pw *procWatch
+	var pw *procstat.Watch
 	if len(cfg.pids) > 0 {
-		if pw, err = startProcWatch(watchCtx, cfg.pids); err != nil {
+		if pw, err = procstat.StartWatch(watchCtx, cfg.pids); err != nil {
 			return nil, err
 		}
 	}
@@ -232,10 +234,10 @@ func run(cfg *config) (*report, error) {
 		rep.unseen = res.unseen(watched)
 	}
 	if pw != nil && cfg.settleMax > 0 {
-		rep.settled = settle(cfg.pids, cfg.settleMax, cfg.quiet)
+		rep.settled = procstat.Settle(cfg.pids, cfg.settleMax, cfg.quiet)
 	}
 	if pw != nil {
-		rep.cpu, rep.written, rep.peakRSS, rep.procs, err = pw.delta()
+		rep.cpu, rep.written, rep.peakRSS, rep.procs, err = pw.Delta()
 		if err != nil {
 			return nil, err
 		}

@@ -62,3 +62,57 @@ func TestPort(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusePlainLogins: without HTTPS, a login over plain HTTP is taken
+// only from a loopback peer (a browser on the machine, or a local reverse
+// proxy that terminated TLS); the rest of the site is served.
+func TestRefusePlainLogins(t *testing.T) {
+	h := refusePlainLogins(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	for _, tc := range []struct {
+		method, path, remote string
+		code                 int
+	}{
+		{"POST", "/login", "192.0.2.7:5555", 403},
+		{"POST", "/admin/login", "[2001:db8::1]:5555", 403},
+		{"POST", "/login", "127.0.0.1:5555", 204},
+		{"POST", "/login", "[::1]:5555", 204},
+		{"GET", "/login", "192.0.2.7:5555", 204},
+		{"POST", "/act", "192.0.2.7:5555", 204},
+	} {
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		r.RemoteAddr = tc.remote
+		r.Header.Set("X-Forwarded-For", "127.0.0.1") // never trusted
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.code {
+			t.Errorf("%s %s from %s: %d, want %d", tc.method, tc.path, tc.remote, w.Code, tc.code)
+		}
+	}
+}
+
+func TestRedirectToHTTPS(t *testing.T) {
+	auto := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
+	for _, tc := range []struct {
+		httpsAddr, host, path, want string
+	}{
+		{":443", "mail.example.org", "/login?x=1", "https://mail.example.org/login?x=1"},
+		{":443", "mail.example.org:80", "/", "https://mail.example.org/"},
+		{"127.0.0.1:8443", "127.0.0.1:8080", "/admin/", "https://127.0.0.1:8443/admin/"},
+		{":443", "[2001:db8::1]:80", "/", "https://[2001:db8::1]/"},
+		{":8443", "[2001:db8::1]", "/", "https://[2001:db8::1]:8443/"},
+	} {
+		r := httptest.NewRequest("POST", tc.path, nil)
+		r.Host = tc.host
+		w := httptest.NewRecorder()
+		redirectToHTTPS(tc.httpsAddr, auto, nil).ServeHTTP(w, r)
+		if w.Code != http.StatusPermanentRedirect || w.Header().Get("Location") != tc.want {
+			t.Errorf("%s%s: %d %q, want %q", tc.host, tc.path, w.Code, w.Header().Get("Location"), tc.want)
+		}
+	}
+	r := httptest.NewRequest("GET", "/.well-known/autoconfig/mail/config-v1.1.xml", nil)
+	w := httptest.NewRecorder()
+	redirectToHTTPS(":443", auto, nil).ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Errorf("autoconfig over plain HTTP: %d", w.Code)
+	}
+}

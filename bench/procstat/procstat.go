@@ -1,4 +1,6 @@
-package main
+// Package procstat reads a server's cost from /proc for the load tools in
+// bench/: CPU, bytes written and memory of a process tree.
+package procstat
 
 import (
 	"context"
@@ -18,21 +20,21 @@ import (
 // is counted. write_bytes from /proc/PID/io is summed the same way: the
 // kernel adds a reaped child's I/O counters to its parent's.
 
-// usage is one sample of a process tree.
-type usage struct {
-	cpu   float64 // seconds
-	write int64   // bytes
-	rss   int64   // bytes (RSS, or PSS when asked), summed over live processes
-	procs int
+// Usage is one sample of a process tree.
+type Usage struct {
+	CPU   float64 // seconds
+	Write int64   // bytes
+	RSS   int64   // bytes (RSS, or PSS when asked), summed over live processes
+	Procs int
 }
 
 var clkTck = 100.0 // USER_HZ on Linux
 
-// sampleTree sums usage over roots and their descendants.
-func sampleTree(roots []int, withPSS bool) (usage, error) {
+// Sample sums usage over roots and their descendants.
+func Sample(roots []int, withPSS bool) (Usage, error) {
 	parent, err := parents()
 	if err != nil {
-		return usage{}, err
+		return Usage{}, err
 	}
 	in := map[int]bool{}
 	for _, r := range roots {
@@ -47,7 +49,7 @@ func sampleTree(roots []int, withPSS bool) (usage, error) {
 			}
 		}
 	}
-	var u usage
+	var u Usage
 	for pid := range in {
 		cpu, rss, err := statOf(pid)
 		if err != nil {
@@ -58,10 +60,10 @@ func sampleTree(roots []int, withPSS bool) (usage, error) {
 				rss = pss
 			}
 		}
-		u.cpu += cpu
-		u.rss += rss
-		u.write += writeBytes(pid)
-		u.procs++
+		u.CPU += cpu
+		u.RSS += rss
+		u.Write += writeBytes(pid)
+		u.Procs++
 	}
 	return u, nil
 }
@@ -154,21 +156,21 @@ func writeBytes(pid int) int64 {
 	return 0
 }
 
-// procWatch samples a tree every 250 ms and keeps the peak of the summed
+// Watch samples a tree every 250 ms and keeps the peak of the summed
 // PSS.
-type procWatch struct {
+type Watch struct {
 	roots []int
 	mu    sync.Mutex
 	peak  int64
-	first usage
+	first Usage
 }
 
-func startProcWatch(ctx context.Context, roots []int) (*procWatch, error) {
-	u, err := sampleTree(roots, true)
+func StartWatch(ctx context.Context, roots []int) (*Watch, error) {
+	u, err := Sample(roots, true)
 	if err != nil {
 		return nil, err
 	}
-	p := &procWatch{roots: roots, first: u, peak: u.rss}
+	p := &Watch{roots: roots, first: u, peak: u.RSS}
 	go func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
@@ -177,9 +179,9 @@ func startProcWatch(ctx context.Context, roots []int) (*procWatch, error) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if u, err := sampleTree(roots, true); err == nil {
+				if u, err := Sample(roots, true); err == nil {
 					p.mu.Lock()
-					p.peak = max(p.peak, u.rss)
+					p.peak = max(p.peak, u.RSS)
 					p.mu.Unlock()
 				}
 			}
@@ -188,39 +190,39 @@ func startProcWatch(ctx context.Context, roots []int) (*procWatch, error) {
 	return p, nil
 }
 
-// delta returns the cost since the start and the peak summed RSS.
-func (p *procWatch) delta() (cpu float64, write, peak int64, procs int, err error) {
-	u, err := sampleTree(p.roots, true)
+// Delta returns the cost since the start and the peak summed RSS.
+func (p *Watch) Delta() (cpu float64, write, peak int64, procs int, err error) {
+	u, err := Sample(p.roots, true)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.peak = max(p.peak, u.rss)
-	return u.cpu - p.first.cpu, u.write - p.first.write, p.peak, u.procs, nil
+	p.peak = max(p.peak, u.RSS)
+	return u.CPU - p.first.CPU, u.Write - p.first.Write, p.peak, u.Procs, nil
 }
 
-// settle waits, at most limit, until the tree has used less than 2 % of a
+// Settle waits, at most limit, until the tree has used less than 2 % of a
 // core in every half second for quiet, and returns how long the work went
 // on after the load ended. Postfix keeps delivering from its queue after
 // the SMTP side has accepted everything; pimail indexes new messages in
 // the background (small batches up to 5 s later) and checkpoints its WAL
 // when writes pause. That work belongs to the run, and must not spill into
 // the next one.
-func settle(roots []int, limit, quiet time.Duration) time.Duration {
+func Settle(roots []int, limit, quiet time.Duration) time.Duration {
 	start := time.Now()
-	prev, err := sampleTree(roots, false)
+	prev, err := Sample(roots, false)
 	if err != nil {
 		return 0
 	}
 	busy := start
 	for time.Since(start) < limit {
 		time.Sleep(500 * time.Millisecond)
-		u, err := sampleTree(roots, false)
+		u, err := Sample(roots, false)
 		if err != nil {
 			return time.Since(start)
 		}
-		if u.cpu-prev.cpu >= 0.01 {
+		if u.CPU-prev.CPU >= 0.01 {
 			busy = time.Now()
 		} else if time.Since(busy) >= quiet {
 			return busy.Sub(start)
