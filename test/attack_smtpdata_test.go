@@ -347,9 +347,10 @@ func TestAttackSubmission421Closes(t *testing.T) {
 	}
 	s.expect("EHLO errs.example", 250)
 	s.expect("AUTH PLAIN "+base64.StdEncoding.EncodeToString([]byte("\x00"+users[0]+"\x00"+testPassword)), 235)
-	// Refused commands until the server says 421 (3 allowed here).
+	// Refused commands (a sender that is not the user's) until the
+	// server says 421.
 	for i := 0; ; i++ {
-		code, text, err := s.cmd("RCPT TO:<x@example.org>")
+		code, text, err := s.cmd("MAIL FROM:<someone-else@example.org>")
 		if err != nil || code == 421 {
 			break
 		}
