@@ -111,7 +111,15 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		if (l.tls || l.name == "submission") && tlsConf == nil {
 			return fmt.Errorf("listener %s: TLS needs a certificate (tls.cert_file or tls.self_signed)", l.name)
 		}
-		ln, err := net.Listen("tcp", l.addr)
+		// SMTP sessions are short and have their own timeouts: no TCP
+		// keepalive, which costs four system calls per connection (a
+		// spam flood is mostly short refused sessions). IMAP's long idle
+		// sessions keep it.
+		lc := net.ListenConfig{}
+		if l.name == "smtp" || l.name == "submission" || l.name == "submissions" {
+			lc.KeepAlive = -1
+		}
+		ln, err := lc.Listen(ctx, "tcp", l.addr)
 		if err != nil {
 			return fmt.Errorf("listener %s: %w", l.name, err)
 		}

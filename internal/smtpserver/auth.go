@@ -118,7 +118,7 @@ var errSASLSyntax = errors.New("invalid SASL message")
 // challenge sends a 334 challenge (base64) and returns the decoded answer.
 func (s *session) challenge(text []byte) ([]byte, error) {
 	s.c.raw("334 " + base64.StdEncoding.EncodeToString(text) + "\r\n")
-	line, err := s.c.readLine(s.srv.cfg.MaxLineLength, time.Now().Add(s.srv.cfg.ReadTimeout))
+	line, err := s.c.readLine(s.srv.cfg.MaxLineLength)
 	if err != nil {
 		s.quit = true
 		return nil, err

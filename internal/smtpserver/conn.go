@@ -33,8 +33,9 @@ var errLineTooLong = errors.New("line too long")
 // client (RFC 2920 §3: a server may answer a group of pipelined commands
 // together, but must send what it has before it blocks reading).
 type conn struct {
-	nc           net.Conn
-	writeTimeout time.Duration
+	nc                        net.Conn
+	readTimeout, writeTimeout time.Duration
+	rdl, wdl                  time.Time // the deadlines set on nc
 
 	rbuf *[]byte
 	buf  []byte // *rbuf, or a larger buffer for a long line
@@ -44,9 +45,29 @@ type conn struct {
 	err error  // the first write error; the session ends
 }
 
-func newConn(nc net.Conn, writeTimeout time.Duration) *conn {
+func newConn(nc net.Conn, readTimeout, writeTimeout time.Duration) *conn {
 	rb := readBufs.Get().(*[]byte)
-	return &conn{nc: nc, writeTimeout: writeTimeout, rbuf: rb, buf: *rb, out: make([]byte, 0, 512)}
+	return &conn{nc: nc, readTimeout: readTimeout, writeTimeout: writeTimeout, rbuf: rb, buf: *rb, out: make([]byte, 0, 512)}
+}
+
+// setReadDeadline sets the read deadline and remembers it.
+func (c *conn) setReadDeadline(t time.Time) error {
+	c.rdl = t
+	return c.nc.SetReadDeadline(t)
+}
+
+// renew moves a deadline to now+timeout, unless more than half of the
+// timeout is still left: a deadline set per command or reply is then
+// between half and all of the timeout away, which bounds a slow client
+// just as well and saves the timer update of most commands (a session
+// refused at RCPT costs little more than its system calls).
+func renew(dl *time.Time, timeout time.Duration, set func(time.Time) error) error {
+	now := time.Now()
+	if dl.Sub(now) > timeout/2 {
+		return nil
+	}
+	*dl = now.Add(timeout)
+	return set(*dl)
 }
 
 // release gives the read buffer back; the conn is not used again.
@@ -62,12 +83,12 @@ func (c *conn) buffered() int { return c.w - c.r }
 
 // readLine returns the next line without its line break: it ends at LF,
 // and the CRs before the LF are dropped (as in message data, framing.go).
-// The whole line must arrive by deadline, however it trickles in: a
-// client cannot keep a session by sending a byte at a time (RFC 5321
-// §4.5.3.2.7's 5 minutes are for the command, not for each byte). Pending
-// replies are sent before the server waits. The line is valid until the
-// next read.
-func (c *conn) readLine(maxLen int, deadline time.Time) ([]byte, error) {
+// The whole line must arrive within the read timeout (from the first wait
+// for it; see renew), however it trickles in: a client cannot keep a
+// session by sending a byte at a time (RFC 5321 §4.5.3.2.7's 5 minutes
+// are for the command, not for each byte). Pending replies are sent before
+// the server waits. The line is valid until the next read.
+func (c *conn) readLine(maxLen int) ([]byte, error) {
 	deadlineSet := false
 	scanned := 0
 	for {
@@ -89,7 +110,7 @@ func (c *conn) readLine(maxLen int, deadline time.Time) ([]byte, error) {
 		}
 		c.makeRoom(maxLen)
 		if !deadlineSet {
-			if err := c.nc.SetReadDeadline(deadline); err != nil {
+			if err := renew(&c.rdl, c.readTimeout, c.nc.SetReadDeadline); err != nil {
 				return nil, err
 			}
 			deadlineSet = true
@@ -177,7 +198,7 @@ func (c *conn) flush() error {
 	if c.err != nil || len(c.out) == 0 {
 		return c.err
 	}
-	if err := c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout)); err != nil {
+	if err := renew(&c.wdl, c.writeTimeout, c.nc.SetWriteDeadline); err != nil {
 		c.err = err
 		return err
 	}
@@ -225,7 +246,7 @@ func (c *conn) readData(fr *framer, n int64, timeout time.Duration, sink func() 
 	var progress int
 	deadline := time.Now().Add(timeout)
 	for !finished() {
-		if err := c.nc.SetReadDeadline(deadline); err != nil {
+		if err := c.setReadDeadline(deadline); err != nil {
 			return err
 		}
 		size := len(*block)

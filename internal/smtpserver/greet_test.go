@@ -194,7 +194,7 @@ func (w *writeLog) SetWriteDeadline(time.Time) error { return nil }
 func TestRepliesBatched(t *testing.T) {
 	e := newEnv(t, Config{})
 	log := &writeLog{in: strings.NewReader("EHLO a.test\r\nMAIL FROM:<a@b.test>\r\nRCPT TO:<nobody@example.com>\r\nQUIT\r\n")}
-	s := &session{srv: e.srv, c: newConn(log, time.Second)}
+	s := &session{srv: e.srv, c: newConn(log, time.Second, time.Second)}
 	s.loop()
 	if len(log.writes) != 1 || !strings.HasPrefix(log.writes[0], "250-mx.example.com\r\n250-PIPELINING\r\n") ||
 		!strings.Contains(log.writes[0], "\r\n550 5.1.1 ") || !strings.HasSuffix(log.writes[0], "221 2.0.0 Bye\r\n") {

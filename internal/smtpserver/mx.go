@@ -35,7 +35,7 @@ func (r mxRole) greet(s *session) bool {
 		if s.c.flush() != nil {
 			return false
 		}
-		_ = s.c.nc.SetReadDeadline(time.Now().Add(cfg.PregreetWait))
+		_ = s.c.setReadDeadline(time.Now().Add(cfg.PregreetWait))
 		var b [1]byte
 		n, err := s.c.nc.Read(b[:])
 		switch {

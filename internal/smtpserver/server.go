@@ -334,6 +334,8 @@ type Server struct {
 	inflight sync.WaitGroup // deliveries handed to the pipeline
 
 	large chan struct{} // LargeDeliveries slots
+	ehlo  [2][2][]byte  // EHLO's replies (ehloReplies)
+	greet string        // the greeting line
 }
 
 // New returns a server; Serve (and ServeTLS) start it on listeners.
@@ -345,7 +347,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if d.Pipeline == nil {
 		return nil, errors.New("smtpserver: a Pipeline is required")
 	}
-	s := &Server{cfg: cfg, deps: d, large: make(chan struct{}, cfg.LargeDeliveries)}
+	s := &Server{cfg: cfg, deps: d, large: make(chan struct{}, cfg.LargeDeliveries), ehlo: ehloReplies(&cfg)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	switch cfg.Role {
 	case MX:

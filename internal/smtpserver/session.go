@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"pimail/internal/dnsbl"
@@ -83,7 +84,7 @@ func (srv *Server) serveConn(nc net.Conn) {
 			return
 		}
 	}
-	s.c = newConn(nc, srv.cfg.WriteTimeout)
+	s.c = newConn(nc, srv.cfg.ReadTimeout, srv.cfg.WriteTimeout)
 	defer func() {
 		s.c.nc.Close() // the TLS connection after STARTTLS
 		s.c.release()
@@ -111,7 +112,7 @@ func (s *session) handshake(tc *tls.Conn) bool {
 func (s *session) loop() {
 	cfg := &s.srv.cfg
 	for !s.quit && s.c.err == nil {
-		line, err := s.c.readLine(cfg.MaxLineLength, time.Now().Add(cfg.ReadTimeout))
+		line, err := s.c.readLine(cfg.MaxLineLength)
 		if err != nil {
 			switch {
 			case errors.Is(err, errLineTooLong):
@@ -219,22 +220,38 @@ func (s *session) hello(args []byte, ehlo bool) {
 		s.c.reply(newReply(250, [3]int{2, 0, 0}, s.srv.cfg.Hostname))
 		return
 	}
-	cfg := &s.srv.cfg
-	lines := make([]string, 0, 12)
-	lines = append(lines, cfg.Hostname, "PIPELINING", "8BITMIME", "ENHANCEDSTATUSCODES", "CHUNKING", "SMTPUTF8",
-		"SIZE "+strconv.FormatInt(cfg.MaxMessageBytes, 10),
-		"LIMITS RCPTMAX="+strconv.Itoa(cfg.MaxRecipients)) // RFC 9422
-	if s.tls == nil && cfg.TLS != nil {
-		lines = append(lines, "STARTTLS")
-	}
-	if mechs := s.srv.role.authMechanisms(s); len(mechs) > 0 {
-		a := "AUTH"
-		for _, m := range mechs {
-			a += " " + m
+	starttls := s.tls == nil && s.srv.cfg.TLS != nil
+	auth := len(s.srv.role.authMechanisms(s)) > 0
+	s.c.out = append(s.c.out, s.srv.ehlo[b2i(starttls)][b2i(auth)]...)
+}
+
+// ehloReplies builds EHLO's reply (RFC 5321 §4.1.1.1) once per server, for
+// each combination of STARTTLS and AUTH offered: [starttls][auth].
+func ehloReplies(cfg *Config) (r [2][2][]byte) {
+	for starttls := range 2 {
+		for auth := range 2 {
+			lines := []string{cfg.Hostname, "PIPELINING", "8BITMIME", "ENHANCEDSTATUSCODES", "CHUNKING", "SMTPUTF8",
+				"SIZE " + strconv.FormatInt(cfg.MaxMessageBytes, 10),
+				"LIMITS RCPTMAX=" + strconv.Itoa(cfg.MaxRecipients)} // RFC 9422
+			if starttls == 1 {
+				lines = append(lines, "STARTTLS")
+			}
+			if auth == 1 {
+				lines = append(lines, "AUTH "+strings.Join(mechanisms, " "))
+			}
+			c := conn{}
+			c.replyLines(250, lines)
+			r[starttls][auth] = c.out
 		}
-		lines = append(lines, a)
 	}
-	s.c.replyLines(250, lines)
+	return r
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // reset ends the transaction (RSET, RFC 5321 §4.1.1.5).
@@ -334,7 +351,7 @@ func (s *session) startTLS(args []byte) {
 		s.c.err = net.ErrClosed
 		return
 	}
-	s.c.nc = tc
+	s.c.nc, s.c.rdl, s.c.wdl = tc, time.Time{}, time.Time{}
 	s.reset()
 	s.helo, s.esmtp, s.acct = "", false, nil
 }

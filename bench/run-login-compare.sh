@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# IMAP logins per second, pimail against Dovecot, same run, alternated:
+# LOGIN and AUTHENTICATE SCRAM-SHA-256 at 10 and 50 concurrent clients,
+# each client connecting, logging in and out in a loop (bench/loginload).
+#
+#   bash bench/run-login-compare.sh                 # DUR=10 REPS=3
+#   DUR=20 REPS=5 bash bench/run-login-compare.sh
+#
+# pimail: 20 accounts (argon2id hashes, SCRAM-SHA-256 keys), default
+# settings: its login cache remembers a checked password for an hour.
+# Dovecot 2.3 (Debian 12), two instances, under flock
+# /tmp/pimail-peer-pd.lock:
+#   - the peer of /work/shared/peers/postfix-dovecot as it is set up
+#     (passwd-file with {PLAIN} passwords: the cheapest check there is, no
+#     cache needed): LOGIN only, it offers no SCRAM;
+#   - a second instance made here from the peer's generated configuration
+#     (port 2243, its own base and state directories): passwd-file with
+#     {SCRAM-SHA-256} credentials (doveadm pw), auth_mechanisms plain login
+#     scram-sha-256, and Dovecot's auth cache on (auth_cache_size 10M,
+#     auth_cache_ttl 1 hour), the counterpart of pimail's cache.
+# Server CPU is each server's whole process tree (Dovecot's master, auth,
+# imap-login and imap processes).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+DUR=${DUR:-10}
+REPS=${REPS:-3}
+PEER=${PEER:-/work/shared/peers/postfix-dovecot}
+OUT=${OUT:-/tmp/login-compare-$(date -u +%Y%m%d-%H%M%S).jsonl}
+
+tmp=$(mktemp -d)
+pid=""
+dpid=""
+peer_started=0
+cleanup() {
+	if [[ -n $pid ]]; then kill -TERM "$pid" 2>/dev/null || true; fi
+	if [[ -n $dpid ]]; then kill -TERM "$dpid" 2>/dev/null || true; fi
+	if ((peer_started)); then "$PEER/stop.sh" >/dev/null 2>&1 || true; fi
+	sleep 1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+users=$(for i in $(seq 20); do printf 'user%d@bench.test,' "$i"; done)
+users=${users%,}
+
+echo "building pimail and bench/loginload"
+CGO_ENABLED=0 go build -o "$tmp/pimail" ./cmd/pimail
+go build -o "$tmp/loginload" ./bench/loginload
+
+data="$tmp/data"
+"$tmp/pimail" domain add --data "$data" bench.test >/dev/null
+for i in $(seq 20); do
+	"$tmp/pimail" account add --data "$data" --password benchpass "user$i@bench.test" >/dev/null
+done
+pimap="127.0.0.1:$(free_port)"
+"$tmp/pimail" serve --data "$data" --hostname mail.bench.test --smtp "" --imap "$pimap" \
+	--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" 2>"$tmp/pimail.log" &
+pid=$!
+for _ in $(seq 300); do grep -q 'pimail: ready' "$tmp/pimail.log" && break; sleep 0.1; done
+
+exec 9>/tmp/pimail-peer-pd.lock
+flock 9
+if postfix -c "$PEER/run/postfix" status >/dev/null 2>&1 ||
+	{ [[ -f $PEER/run/dovecot-base/master.pid ]] && kill -0 "$(cat "$PEER/run/dovecot-base/master.pid")" 2>/dev/null; }; then
+	echo "the peer is already running (someone else's run?): stop it first" >&2
+	exit 1
+fi
+"$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
+"$PEER/start.sh" >/dev/null
+peer_started=1
+peer_dovecot=$(cut -d, -f2 <<<"$("$PEER/pids.sh")")
+
+# The second Dovecot: SCRAM credentials and the auth cache.
+d="$tmp/dovecot"
+mkdir -p "$d/base" "$d/state"
+: >"$d/users"
+for i in $(seq 20); do
+	printf 'user%d@bench.test:%s::::::\n' "$i" "$(doveadm pw -s SCRAM-SHA-256 -p benchpass)" >>"$d/users"
+done
+sed -e "s|^base_dir = .*|base_dir = $d/base|" -e "s|^state_dir = .*|state_dir = $d/state|" \
+	-e "s|^log_path = .*|log_path = $d/dovecot.log|" -e "s|^info_log_path = .*|info_log_path = $d/dovecot.log|" \
+	-e "s|^instance_name = .*|instance_name = dovecot-bench-scram|" -e "s|^protocols = .*|protocols = imap|" \
+	-e "s|^auth_mechanisms = .*|auth_mechanisms = plain login scram-sha-256\nauth_cache_size = 10M\nauth_cache_ttl = 1 hour|" \
+	-e "s|port = 2143|port = 2243|" -e "s|args = scheme=PLAIN username_format=%u .*/users|args = username_format=%u $d/users|" \
+	"$PEER/run/dovecot.conf" | grep -v '^!include_try' >"$d/dovecot.conf"
+dovecot -c "$d/dovecot.conf"
+for _ in $(seq 50); do [[ -f $d/base/master.pid ]] && break; sleep 0.1; done
+dpid=$(cat "$d/base/master.pid")
+
+{
+	echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "go:      $(go version | cut -d' ' -f3); pimail $(git rev-parse --short HEAD); dovecot $(dovecot --version | cut -d' ' -f1)"
+	echo "results: $OUT"
+}
+run() { "$tmp/loginload" -users "$users" -pass benchpass -duration "${DUR}s" "$@" | tee -a "$OUT" | grep -v '^{' || echo "failed: $*"; }
+for rep in $(seq "$REPS"); do
+	echo "### alternation $rep of $REPS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+	for c in 10 50; do
+		run -label pimail -imap "$pimap" -pids "$pid" -mech login -conns "$c"
+		run -label dovecot-plain -imap 127.0.0.1:2143 -pids "$peer_dovecot" -mech login -conns "$c"
+		run -label dovecot-scram-cache -imap 127.0.0.1:2243 -pids "$dpid" -mech login -conns "$c"
+		run -label pimail -imap "$pimap" -pids "$pid" -mech scram -conns "$c"
+		run -label dovecot-scram-cache -imap 127.0.0.1:2243 -pids "$dpid" -mech scram -conns "$c"
+	done
+done
