@@ -251,6 +251,8 @@ func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
 			Outbound:      p.queue, // built above, never nil here
 			Junk:          webJunk,
+			Sieve:         st,
+			MaxScriptSize: cfg.Sieve.MaxScriptSize,
 		}, st, authn, pipe, logger))
 		return newWebServer(mux, logger)
 	}
