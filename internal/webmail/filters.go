@@ -110,7 +110,7 @@ func (s *Server) filtersSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 	f := filterSettings{
 		Forward: forwardSettings{Address: strings.TrimSpace(r.PostFormValue("forward")), KeepCopy: r.PostFormValue("keep_copy") != ""},
 		Vacation: vacationSettings{Enabled: r.PostFormValue("vacation") != "", Subject: strings.TrimSpace(r.PostFormValue("vacation_subject")),
-			Text: strings.ReplaceAll(r.PostFormValue("vacation_text"), "\r\n", "\n"),
+			Text:  strings.ReplaceAll(r.PostFormValue("vacation_text"), "\r\n", "\n"),
 			Start: r.PostFormValue("vacation_start"), End: r.PostFormValue("vacation_end")},
 	}
 	fields, contains, actions, targets := r.PostForm["field"], r.PostForm["contains"], r.PostForm["action"], r.PostForm["target"]
