@@ -242,7 +242,7 @@ func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config
 		}
 		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
 		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data,
-			DeliveryLog: p.dlog}, st, authn, logger))
+			DeliveryLog: p.dlog, Sieve: st}, st, authn, logger))
 		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(filepath.Join(cfg.Data, "mta-sts")))
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,
