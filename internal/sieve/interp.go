@@ -37,11 +37,20 @@ type run struct {
 	header map[string][]field // lazily split header fields, by lower-case name
 }
 
-// field is one header field: its unfolded raw value and the value with
-// encoded words decoded (RFC 2047), which header tests compare (RFC 5228
-// §5.7).
+// field is one header field: its unfolded raw value and, once a header
+// test needed it, the value with encoded words decoded (RFC 2047), which
+// header tests compare (RFC 5228 §5.7).
 type field struct {
 	raw, decoded string
+	isDecoded    bool
+}
+
+// decodedValue returns the decoded value, decoding it on first use.
+func (f *field) decodedValue() string {
+	if !f.isDecoded {
+		f.decoded, f.isDecoded = message.DecodeHeaderValue(f.raw), true
+	}
+	return f.decoded
 }
 
 // step counts one evaluated command or test against MaxSteps.
@@ -71,9 +80,8 @@ func (r *run) headers(name string) []field {
 			end = int(b.BodyStart)
 		}
 		for _, f := range message.HeaderFields(r.in.Raw[:end]) {
-			v := f.Unfolded()
 			k := lowerASCII(f.Name)
-			r.header[k] = append(r.header[k], field{raw: v, decoded: message.DecodeHeaderValue(v)})
+			r.header[k] = append(r.header[k], field{raw: f.Unfolded()})
 		}
 	}
 	return r.header[lowerASCII(name)]

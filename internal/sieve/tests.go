@@ -102,8 +102,9 @@ func (t *headerTest) eval(r *run) (bool, error) {
 	}
 	var vals []string
 	for _, n := range r.expandList(t.names) {
-		for _, f := range r.headers(n) {
-			vals = append(vals, f.decoded)
+		fs := r.headers(n)
+		for i := range fs {
+			vals = append(vals, fs[i].decodedValue())
 		}
 	}
 	return r.match(&t.m, vals), nil
