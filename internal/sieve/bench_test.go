@@ -1,25 +1,20 @@
 package sieve
 
 import (
-	"fmt"
+	"os"
+	"testing"
 
 	"pimail/internal/message"
-	"strings"
-	"testing"
 )
 
-// rules20 is a script of 20 rules of the kinds users write; none matches
-// defaultMsg, so every test runs.
+// rules20 is a script of 20 rules of the kinds users write, shared with
+// the benchmarks of internal/delivery.
 var rules20 = func() string {
-	var b strings.Builder
-	b.WriteString(`require ["fileinto", "imap4flags", "envelope", "subaddress"];` + "\n")
-	for i := range 5 {
-		fmt.Fprintf(&b, "if header :contains \"list-id\" \"list%d.example.org\" { fileinto \"Lists/l%d\"; stop; }\n", i, i)
-		fmt.Fprintf(&b, "if address :domain :is \"from\" \"sender%d.example\" { fileinto \"Senders/s%d\"; stop; }\n", i, i)
-		fmt.Fprintf(&b, "if header :matches \"subject\" \"*[project-%d]*\" { addflag \"$Project%d\"; fileinto \"Projects\"; stop; }\n", i, i)
-		fmt.Fprintf(&b, "if anyof (envelope :detail \"to\" \"tag%d\", header :contains \"to\" \"team%d@example.com\") { addflag \"\\\\Flagged\"; }\n", i, i)
+	b, err := os.ReadFile("testdata/rules20.sieve")
+	if err != nil {
+		panic(err)
 	}
-	return b.String()
+	return string(b)
 }()
 
 // BenchmarkRun20Rules is one run of a parsed 20-rule script on a parsed
