@@ -126,6 +126,7 @@ func (p *Pipeline) runSieve(ctx context.Context, log *slog.Logger, m sieveMessag
 		action  sieve.Action
 	}
 	var rejected []rejection
+	redirected := false // some account sent the message on
 	for _, def := range rcpts {
 		acct, err := p.st.AccountByID(ctx, def.AccountID)
 		if err != nil {
@@ -161,13 +162,15 @@ func (p *Pipeline) runSieve(ctx context.Context, log *slog.Logger, m sieveMessag
 			}
 		}
 		if len(redirects) > 0 {
-			if done := p.redirect(ctx, log, m, acct.Address, redirects); !done {
-				kept = append(kept, def) // loop: keep instead
+			if done := p.redirect(ctx, log, m, acct.Address, redirects); done {
+				redirected = true
+			} else {
+				kept = append(kept, def) // loop or failure: keep instead
 			}
 		}
 	}
 	if len(rejected) > 0 {
-		if len(kept) == 0 && len(m.tgt.remote) == 0 && !m.env.Authenticated {
+		if len(kept) == 0 && !redirected && len(m.tgt.remote) == 0 && !m.env.Authenticated {
 			// RFC 5429 §2.1.1: refuse at the protocol level.
 			a := rejected[0].action
 			log.Info("message refused by the recipient's filter", "from", m.env.MailFrom, "account", rejected[0].account)

@@ -29,6 +29,7 @@ type run struct {
 	actions      []Action
 	implicitKeep bool
 	redirects    int
+	rejectPos    Pos // where the (last) reject ran, for checkConflicts
 
 	vars      map[string]string // variables (RFC 5229), by lower-case name
 	matchVars []string          // ${0}..${N} of the last successful :matches
@@ -127,10 +128,10 @@ func (r *run) checkConflicts() error {
 		}
 	}
 	if rejects > 1 {
-		return errorf(Pos{}, "reject used more than once")
+		return errorf(r.rejectPos, "reject used more than once")
 	}
 	if rejects == 1 && delivers {
-		return errorf(Pos{}, "reject cannot be combined with keep, fileinto, redirect or vacation")
+		return errorf(r.rejectPos, "reject cannot be combined with keep, fileinto, redirect or vacation")
 	}
 	return nil
 }
@@ -297,6 +298,7 @@ func (c *rejectCmd) exec(r *run) error {
 		return err
 	}
 	r.implicitKeep = false
+	r.rejectPos = c.pos
 	r.actions = append(r.actions, Action{Kind: Reject, Reason: r.expand(c.reason), Extended: c.extended})
 	return nil
 }
