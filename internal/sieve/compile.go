@@ -203,6 +203,7 @@ func (c *compiler) matcher(a *args, keys arg) (matcher, error) {
 		return m, err
 	}
 	m.keys = k
+	m.literal = k.literals()
 	return m, nil
 }
 

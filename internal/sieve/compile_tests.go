@@ -67,7 +67,7 @@ func (c *compiler) test(n *node) (test, error) {
 			return nil, err
 		}
 		names, err := c.strs(a.pos[0], "the header names")
-		return &headerTest{pos: n.pos, names: names, m: m}, err
+		return &headerTest{pos: n.pos, names: names, lits: names.literals(), m: m}, err
 	case "address", "envelope":
 		return c.addressTest(n)
 	case "body":

@@ -35,7 +35,8 @@ type run struct {
 	matchVars []string          // ${0}..${N} of the last successful :matches
 	flags     []string          // imap4flags' internal variable (RFC 5232 §3)
 
-	header map[string][]field // lazily split header fields, by lower-case name
+	header map[string][]field  // lazily split header fields, by lower-case name
+	addrs  map[string][]string // their addresses, parsed on first use
 }
 
 // field is one header field: its unfolded raw value and, once a header

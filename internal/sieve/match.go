@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -41,18 +42,41 @@ type matcher struct {
 	typ  matchType
 	rel  string // for :value and :count
 	keys strList
+	// literal holds the keys when none has a variable, so that runs do
+	// not expand them again.
+	literal []string
 }
 
 // match reports whether any value matches any key (RFC 5228 §2.7.1). For
 // :count the number of values is compared with each key. A successful
 // :matches sets the match variables (RFC 5229 §3.2).
 func (r *run) match(m *matcher, values []string) bool {
-	keys := r.expandList(m.keys)
+	keys := m.literal
+	if keys == nil {
+		keys = r.expandList(m.keys)
+	}
 	if m.typ == matchCount {
 		n := strconv.Itoa(len(values))
 		for _, k := range keys {
 			if relational(m.rel, compareNumeric(n, k)) {
 				return true
+			}
+		}
+		return false
+	}
+	fold := m.cmp == cmpCasemap
+	if fold && (m.typ == matchIs || m.typ == matchContains) {
+		// Fold once per value and key rather than once per pair.
+		folded := make([]string, len(keys))
+		for i, k := range keys {
+			folded[i] = lowerASCII(k)
+		}
+		for _, v := range values {
+			v = lowerASCII(v)
+			for _, k := range folded {
+				if (m.typ == matchIs && v == k) || (m.typ == matchContains && strings.Contains(v, k)) {
+					return true
+				}
 			}
 		}
 		return false

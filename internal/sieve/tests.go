@@ -93,6 +93,7 @@ func (t *sizeTest) eval(r *run) (bool, error) {
 type headerTest struct {
 	pos   Pos
 	names strList
+	lits  []string // names, when none has a variable
 	m     matcher
 }
 
@@ -101,7 +102,11 @@ func (t *headerTest) eval(r *run) (bool, error) {
 		return false, err
 	}
 	var vals []string
-	for _, n := range r.expandList(t.names) {
+	names := t.lits
+	if names == nil {
+		names = r.expandList(t.names)
+	}
+	for _, n := range names {
 		fs := r.headers(n)
 		for i := range fs {
 			vals = append(vals, fs[i].decodedValue())
@@ -174,18 +179,35 @@ func (t *addressTest) eval(r *run) (bool, error) {
 		if !addressHeaders[lowerASCII(n)] {
 			continue
 		}
-		for _, f := range r.headers(n) {
-			for _, a := range message.ParseAddressList(f.raw) {
-				if a.Group != "" || a.End {
-					continue
-				}
-				if v, ok := t.part.apply(a.Addr()); ok {
-					vals = append(vals, v)
-				}
+		for _, a := range r.addresses(n) {
+			if v, ok := t.part.apply(a); ok {
+				vals = append(vals, v)
 			}
 		}
 	}
 	return r.match(&t.m, vals), nil
+}
+
+// addresses returns the addresses of the fields named name, group names
+// left out, parsing them once per run.
+func (r *run) addresses(name string) []string {
+	key := lowerASCII(name)
+	if v, ok := r.addrs[key]; ok {
+		return v
+	}
+	var out []string
+	for _, f := range r.headers(key) {
+		for _, a := range message.ParseAddressList(f.raw) {
+			if a.Group == "" && !a.End {
+				out = append(out, a.Addr())
+			}
+		}
+	}
+	if r.addrs == nil {
+		r.addrs = map[string][]string{}
+	}
+	r.addrs[key] = out
+	return out
 }
 
 // envelopeTest is "envelope" (RFC 5228 §5.4). The null reverse-path is

@@ -53,6 +53,19 @@ func (r *run) expand(s str) string {
 	return b.String()
 }
 
+// literals returns the values of a list with no variable reference, nil
+// when it has one.
+func (l strList) literals() []string {
+	out := make([]string, len(l))
+	for i, s := range l {
+		if s.parts != nil {
+			return nil
+		}
+		out[i] = s.lit
+	}
+	return out
+}
+
 func (r *run) expandList(l strList) []string {
 	out := make([]string, len(l))
 	for i, s := range l {
