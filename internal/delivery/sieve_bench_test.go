@@ -22,7 +22,7 @@ var rules20 = func() string {
 }()
 
 // BenchmarkDeliverSieve delivers a 2 KB message to one account through
-// the pipeline into a real SQLite store, 8 deliveries at a time (group
+// the pipeline into a real SQLite store, 8 deliveries per core at a time (group
 // commit), with no script and with rules20 active: the difference is what
 // a 20-rule script costs per message (docs/benchmarks.md).
 func BenchmarkDeliverSieve(b *testing.B) {
