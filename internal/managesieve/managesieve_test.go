@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdg-go/scram"
+
 	"pimail/internal/auth"
 	"pimail/internal/password"
 	"pimail/internal/store/sqlite"
@@ -330,6 +332,58 @@ func TestWireQuoting(t *testing.T) {
 	for _, s := range []string{`"unterminated`, `"bad \escape"`} {
 		if _, _, err := unquote(s); err == nil {
 			t.Errorf("unquote(%q) accepted", s)
+		}
+	}
+}
+
+// TestSCRAM logs in with SCRAM-SHA-256 (RFC 7677) driven by xdg-go/scram's
+// client: challenges as strings, the server's final message in the OK's
+// SASL code (RFC 5804 §2.1), which the client verifies.
+func TestSCRAM(t *testing.T) {
+	e := newEnv(t, Config{})
+	k, err := password.SCRAMKeys(testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.SetSCRAM(context.Background(), "alice@example.org", k); err != nil {
+		t.Fatal(err)
+	}
+	for _, pw := range []string{"wrong password", testPassword} {
+		c := e.dial()
+		cl, err := scram.SHA256.NewClient("alice@example.org", pw, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv := cl.NewConversation()
+		first, _ := conv.Step("")
+		c.send(`AUTHENTICATE "SCRAM-SHA-256" "` + base64.StdEncoding.EncodeToString([]byte(first)) + `"`)
+		l, _ := c.r.ReadString('\n')
+		challenge, err := base64.StdEncoding.DecodeString(strings.Trim(strings.TrimSpace(l), `"`))
+		if err != nil {
+			t.Fatalf("server-first %q: %v", l, err)
+		}
+		final, err := conv.Step(string(challenge))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.send(`"` + base64.StdEncoding.EncodeToString([]byte(final)) + `"`)
+		got := c.response()[0]
+		if pw != testPassword {
+			if got != `NO "Authentication failed"` {
+				t.Errorf("wrong password: %q", got)
+			}
+			continue
+		}
+		const prefix = `OK (SASL "`
+		if !strings.HasPrefix(got, prefix) {
+			t.Fatalf("SCRAM login: %q", got)
+		}
+		sf, _ := base64.StdEncoding.DecodeString(strings.SplitN(got[len(prefix):], `"`, 2)[0])
+		if _, err := conv.Step(string(sf)); err != nil || !conv.Valid() {
+			t.Errorf("the server's signature does not verify: %v", err)
+		}
+		if got := c.do("LISTSCRIPTS"); !strings.HasPrefix(got, "OK") {
+			t.Errorf("LISTSCRIPTS after SCRAM: %q", got)
 		}
 	}
 }
