@@ -220,6 +220,9 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 			p.sendReplies(ctx, log, replies)
 			log.Info("delivered: no copy kept by the recipients' filters", "from", env.MailFrom, "accounts", len(tgt.accounts))
 			metrics.DeliveryLatency.ObserveSince(start)
+			p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
+				MessageID: parsed.Envelope.MessageID, Subject: parsed.Subject, From: env.MailFrom,
+				RemoteIP: env.RemoteIP, Reason: "250 " + env.ID + " (no copy kept by the recipients' filters)"}, env.Recipients)
 			return nil, nil
 		}
 	}
