@@ -313,6 +313,7 @@ var configNotes = map[string]string{
 	"[submission]": "Message submission (RFC 6409) on :587 (STARTTLS) and :465 (implicit TLS, RFC 8314).",
 	"[queue]":      "Outbound queue: retries, bounces, MTA-STS (RFC 8461). Add [queue.transports] to send through a smarthost.",
 	"[av]":         "Virus scanning: the attachment policy always; clamd when an address is given (unix:/run/clamav/clamd.ctl).",
+	"[sieve]":      "Users' mail filters (Sieve, RFC 5228) run at delivery, and ManageSieve (RFC 5804) on listen.managesieve.",
 	"[log]":        "Logs go to standard error (the journal under systemd).",
 }
 

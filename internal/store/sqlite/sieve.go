@@ -162,9 +162,14 @@ func (s *Store) ResetSieve(ctx context.Context, accountID int64) error {
 	})
 }
 
+// vacationKeep is how long a vacation record is kept: longer than the
+// longest :days (sieve.MaxVacationDays), after which it decides nothing.
+const vacationKeep = 400 * 24 * time.Hour
+
 // ClaimVacationReply inserts the record, or moves its time forward when
 // the period has passed, in one statement: a row changed means the reply
-// may go.
+// may go. The account's records older than vacationKeep go in the same
+// transaction, so that the table does not grow without end.
 func (s *Store) ClaimVacationReply(ctx context.Context, accountID int64, handle, sender string, now time.Time, period time.Duration) (bool, error) {
 	sender = strings.ToLower(sender)
 	var claimed bool
@@ -182,6 +187,10 @@ func (s *Store) ClaimVacationReply(ctx context.Context, accountID int64, handle,
 			return fmt.Errorf("claim vacation reply: %w", err)
 		}
 		claimed = n == 1
+		if _, err := w.exec("DELETE FROM sieve_vacation WHERE account_id = ? AND replied < ?",
+			accountID, now.Add(-vacationKeep).UnixMilli()); err != nil {
+			return fmt.Errorf("prune vacation records: %w", err)
+		}
 		return nil
 	})
 	return claimed, err
