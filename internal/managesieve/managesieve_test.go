@@ -221,7 +221,7 @@ func TestSession(t *testing.T) {
 	if got := c.do(`HAVESPACE "big" 5000`); !strings.HasPrefix(got, "NO (QUOTA/MAXSIZE)") {
 		t.Errorf("HAVESPACE too big: %q", got)
 	}
-	if got := c.do(`PUTSCRIPT "big" ` + literal(strings.Repeat("#", 2000))); !strings.HasPrefix(got, "NO") {
+	if got := c.do(`PUTSCRIPT "big" ` + literal(strings.Repeat("#", 2000))); !strings.HasPrefix(got, "NO (QUOTA/MAXSIZE)") {
 		t.Errorf("PUTSCRIPT over the size limit: %q", got)
 	}
 	if got := c.do(`PUTSCRIPT "third" ` + literal("keep;")); !strings.HasPrefix(got, "OK") {

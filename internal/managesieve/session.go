@@ -59,6 +59,11 @@ func (s *session) run() {
 		_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.IdleTimeout))
 		name, args, err := s.r.command()
 		s.cmd = ""
+		if errors.Is(err, errLiteralBig) {
+			// RFC 5804 §2.6: a script over the limit is QUOTA/MAXSIZE.
+			s.no("QUOTA/MAXSIZE", fmt.Sprintf("Scripts are limited to %d bytes", s.srv.cfg.MaxScriptSize))
+			continue
+		}
 		if errors.Is(err, errSyntax) || errors.Is(err, errTooLong) {
 			s.bad(fmt.Sprintf("%v", err))
 			continue

@@ -24,8 +24,9 @@ import (
 // Errors of the reader. errSyntax and errTooLong leave the connection
 // usable (the rest of the command has been consumed); others end it.
 var (
-	errSyntax  = errors.New("syntax error")
-	errTooLong = errors.New("line or literal too long")
+	errSyntax     = errors.New("syntax error")
+	errTooLong    = errors.New("line too long")
+	errLiteralBig = errors.New("literal too big")
 )
 
 // maxQuoted bounds a quoted string (RFC 5804 §4: 1024 octets).
@@ -117,7 +118,7 @@ func (r *reader) arguments(line string) ([]argument, error) {
 				if _, err := r.readLine(); err != nil {
 					return nil, err
 				}
-				return nil, errTooLong
+				return nil, errLiteralBig
 			}
 			buf := make([]byte, n)
 			if _, err := io.ReadFull(r.br, buf); err != nil {
