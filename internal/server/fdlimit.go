@@ -39,6 +39,7 @@ func fitConnectionLimits(cfg *config.Config, logger *slog.Logger) {
 	on("submission.max_connections", l.Submission != "" || l.Submissions != "", &cfg.Submission.MaxConnections)
 	on("imap.max_connections", l.IMAP != "" || l.IMAPS != "", &cfg.IMAP.MaxConnections)
 	on("pop3.max_connections", l.POP3 != "" || l.POP3S != "", &cfg.POP3.MaxConnections)
+	on("sieve.max_connections", l.ManageSieve != "", &cfg.Sieve.MaxConnections)
 	on("http.max_connections (http)", l.HTTP != "", &cfg.HTTP.MaxConnections)
 	on("http.max_connections (https)", l.HTTPS != "", &cfg.HTTP.MaxConnections)
 	sum := 0
