@@ -8,16 +8,18 @@
 #
 # pimail: 20 accounts (argon2id hashes, SCRAM-SHA-256 keys), default
 # settings: its login cache remembers a checked password for an hour.
-# Dovecot 2.3 (Debian 12), two instances, under flock
-# /tmp/pimail-peer-pd.lock:
-#   - the peer of /work/shared/peers/postfix-dovecot as it is set up
-#     (passwd-file with {PLAIN} passwords: the cheapest check there is, no
-#     cache needed): LOGIN only, it offers no SCRAM;
-#   - a second instance made here from the peer's generated configuration
-#     (port 2243, its own base and state directories): passwd-file with
-#     {SCRAM-SHA-256} credentials (doveadm pw), auth_mechanisms plain login
-#     scram-sha-256, and Dovecot's auth cache on (auth_cache_size 10M,
-#     auth_cache_ttl 1 hour), the counterpart of pimail's cache.
+# Dovecot 2.3 (Debian 12): two instances of the peer's configuration
+# (/work/shared/peers/postfix-dovecot, run/dovecot.conf as its setup.sh
+# writes it), started here on ports of their own with their own base and
+# state directories, so that a peer someone else runs is not touched
+# (under flock /tmp/pimail-peer-pd.lock all the same):
+#   - dovecot-plain: the peer's passdb as it is (passwd-file with {PLAIN}
+#     passwords, the cheapest check there is) and its mechanisms (PLAIN,
+#     LOGIN: no SCRAM);
+#   - dovecot-scram-cache: passwd-file with {SCRAM-SHA-256} credentials
+#     (doveadm pw), auth_mechanisms plain login scram-sha-256, and
+#     Dovecot's auth cache on (auth_cache_size 10M, auth_cache_ttl 1 hour),
+#     the counterpart of pimail's cache.
 # Server CPU is each server's whole process tree (Dovecot's master, auth,
 # imap-login and imap processes).
 set -euo pipefail
@@ -30,13 +32,12 @@ PEER=${PEER:-/work/shared/peers/postfix-dovecot}
 OUT=${OUT:-/tmp/login-compare-$(date -u +%Y%m%d-%H%M%S).jsonl}
 
 tmp=$(mktemp -d)
+chmod 755 "$tmp" # Dovecot's auth process (user dovecot) reads the users file here
 pid=""
-dpid=""
-peer_started=0
+dpids=()
 cleanup() {
 	if [[ -n $pid ]]; then kill -TERM "$pid" 2>/dev/null || true; fi
-	if [[ -n $dpid ]]; then kill -TERM "$dpid" 2>/dev/null || true; fi
-	if ((peer_started)); then "$PEER/stop.sh" >/dev/null 2>&1 || true; fi
+	for p in "${dpids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	sleep 1
 	rm -rf "$tmp"
 }
@@ -56,38 +57,43 @@ for i in $(seq 20); do
 done
 pimap="127.0.0.1:$(free_port)"
 "$tmp/pimail" serve --data "$data" --hostname mail.bench.test --smtp "" --imap "$pimap" \
-	--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" 2>"$tmp/pimail.log" &
+	--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" --managesieve "" 2>"$tmp/pimail.log" &
 pid=$!
 for _ in $(seq 300); do grep -q 'pimail: ready' "$tmp/pimail.log" && break; sleep 0.1; done
 
 exec 9>/tmp/pimail-peer-pd.lock
 flock 9
-if postfix -c "$PEER/run/postfix" status >/dev/null 2>&1 ||
-	{ [[ -f $PEER/run/dovecot-base/master.pid ]] && kill -0 "$(cat "$PEER/run/dovecot-base/master.pid")" 2>/dev/null; }; then
-	echo "the peer is already running (someone else's run?): stop it first" >&2
-	exit 1
-fi
-"$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
-"$PEER/start.sh" >/dev/null
-peer_started=1
-peer_dovecot=$(cut -d, -f2 <<<"$("$PEER/pids.sh")")
+[[ -f $PEER/run/dovecot.conf ]] || "$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
 
-# The second Dovecot: SCRAM credentials and the auth cache.
-d="$tmp/dovecot"
-mkdir -p "$d/base" "$d/state"
-: >"$d/users"
-for i in $(seq 20); do
-	printf 'user%d@bench.test:%s::::::\n' "$i" "$(doveadm pw -s SCRAM-SHA-256 -p benchpass)" >>"$d/users"
-done
-sed -e "s|^base_dir = .*|base_dir = $d/base|" -e "s|^state_dir = .*|state_dir = $d/state|" \
-	-e "s|^log_path = .*|log_path = $d/dovecot.log|" -e "s|^info_log_path = .*|info_log_path = $d/dovecot.log|" \
-	-e "s|^instance_name = .*|instance_name = dovecot-bench-scram|" -e "s|^protocols = .*|protocols = imap|" \
-	-e "s|^auth_mechanisms = .*|auth_mechanisms = plain login scram-sha-256\nauth_cache_size = 10M\nauth_cache_ttl = 1 hour|" \
-	-e "s|port = 2143|port = 2243|" -e "s|args = scheme=PLAIN username_format=%u .*/users|args = username_format=%u $d/users|" \
-	"$PEER/run/dovecot.conf" | grep -v '^!include_try' >"$d/dovecot.conf"
-dovecot -c "$d/dovecot.conf"
-for _ in $(seq 50); do [[ -f $d/base/master.pid ]] && break; sleep 0.1; done
-dpid=$(cat "$d/base/master.pid")
+# dovecot NAME PORT [SCRAM]: an instance of the peer's configuration;
+# sets dpid_NAME.
+dovecot_instance() {
+	local name=$1 port=$2 scram=${3:-} d="$tmp/$1"
+	mkdir -p "$d/base" "$d/state"
+	local passdb="scheme=PLAIN username_format=%u $PEER/run/users" mechs="plain login"
+	if [[ -n $scram ]]; then
+		: >"$d/users"
+		for i in $(seq 20); do
+			printf 'user%d@bench.test:%s::::::\n' "$i" "$(doveadm pw -s SCRAM-SHA-256 -p benchpass)" >>"$d/users"
+		done
+		passdb="username_format=%u $d/users"
+		mechs="plain login scram-sha-256\nauth_cache_size = 10M\nauth_cache_ttl = 1 hour"
+	fi
+	sed -e "s|^base_dir = .*|base_dir = $d/base|" -e "s|^state_dir = .*|state_dir = $d/state|" \
+		-e "s|^log_path = .*|log_path = $d/dovecot.log|" -e "s|^info_log_path = .*|info_log_path = $d/dovecot.log|" \
+		-e "s|^instance_name = .*|instance_name = bench-$name|" -e "s|^protocols = .*|protocols = imap|" \
+		-e "s|^auth_mechanisms = .*|auth_mechanisms = $mechs|" -e "s|port = 2143|port = $port|" \
+		-e "s|args = scheme=PLAIN username_format=%u .*/users|args = $passdb|" \
+		"$PEER/run/dovecot.conf" | grep -v '^!include_try' >"$d/dovecot.conf"
+	dovecot -c "$d/dovecot.conf" || { cat "$d/dovecot.conf"; exit 1; }
+	for _ in $(seq 50); do [[ -f $d/base/master.pid ]] && break; sleep 0.1; done
+	dpids+=("$(cat "$d/base/master.pid")")
+	printf -v "dpid_$name" '%s' "${dpids[-1]}"
+}
+dplain="127.0.0.1:$(free_port)"
+dscram="127.0.0.1:$(free_port)"
+dovecot_instance plain "${dplain##*:}"
+dovecot_instance scram "${dscram##*:}" scram
 
 {
 	echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -100,9 +106,9 @@ for rep in $(seq "$REPS"); do
 	echo "### alternation $rep of $REPS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 	for c in 10 50; do
 		run -label pimail -imap "$pimap" -pids "$pid" -mech login -conns "$c"
-		run -label dovecot-plain -imap 127.0.0.1:2143 -pids "$peer_dovecot" -mech login -conns "$c"
-		run -label dovecot-scram-cache -imap 127.0.0.1:2243 -pids "$dpid" -mech login -conns "$c"
+		run -label dovecot-plain -imap "$dplain" -pids "$dpid_plain" -mech login -conns "$c"
+		run -label dovecot-scram-cache -imap "$dscram" -pids "$dpid_scram" -mech login -conns "$c"
 		run -label pimail -imap "$pimap" -pids "$pid" -mech scram -conns "$c"
-		run -label dovecot-scram-cache -imap 127.0.0.1:2243 -pids "$dpid" -mech scram -conns "$c"
+		run -label dovecot-scram-cache -imap "$dscram" -pids "$dpid_scram" -mech scram -conns "$c"
 	done
 done

@@ -63,7 +63,7 @@ start() {
 		"$tmp/pimail-$name" account add --data "$data" --password benchpass "user$i@bench.test" >/dev/null
 	done
 	"$tmp/pimail-$name" serve --data "$data" --hostname mail.bench.test --smtp "$smtp" --imap "127.0.0.1:$(free_port)" \
-		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" \
+		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" --managesieve "" \
 		2>"$tmp/$name.log" &
 	local pid=$!
 	pids+=("$pid")

@@ -223,8 +223,10 @@ func (t *throttle) decide(user, src string, now time.Time) (a *attempt, wait tim
 		return nil, 0, false, true
 	}
 	// The delay grows with this pair's failures, or a third of the
-	// address's (many accounts from one address).
-	n := int(math.Round(math.Max(p.load(), s.load()/3)))
+	// address's (many accounts from one address): failures that
+	// happened, not attempts under way, which a client that opens several
+	// connections at once has without any failure.
+	n := int(math.Round(math.Max(p.level, s.level/3)))
 	if n >= t.lim.FreeFailures {
 		wait = t.lim.Delay
 		for i := t.lim.FreeFailures; i < n && wait < t.lim.MaxDelay; i++ {
