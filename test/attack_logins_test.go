@@ -269,3 +269,67 @@ func TestAttackLockOutOthers(t *testing.T) {
 		t.Errorf("webmail from the owner's address: %s", resp.Status)
 	}
 }
+
+// TestAttackGuessRate measures, with the default limits, how many
+// passwords an attacker gets checked in a minute: from one address, and
+// from 50 addresses at once against one account, each address guessing
+// as fast as the server answers. A bystander logs in over IMAP, sends
+// over SMTP and logs in to the webmail meanwhile. It takes two minutes,
+// so it runs in the long variant only (PIMAIL_TEST_LONG=1); its figures
+// are in docs/reliability.md.
+func TestAttackGuessRate(t *testing.T) {
+	if !longTests() {
+		t.Skip("two minutes; PIMAIL_TEST_LONG=1 runs it")
+	}
+	srv := NewServer(t, "[spam]\nenabled = false\n")
+	users := srv.AddAccounts("one-source", "many-sources", "bystander")
+	l := withListeners(t, "http")
+	srv.StartWith(l)
+	guess := func(src int, user string, stop time.Time, checked *int64, mu *sync.Mutex) {
+		for i := 0; time.Now().Before(stop); i++ {
+			st := imapLoginFrom(t, src, srv.IMAP, user, fmt.Sprintf("guess-%d-%d", src, i))
+			switch {
+			case strings.HasPrefix(st, "NO [AUTHENTICATIONFAILED]"):
+				mu.Lock()
+				*checked++
+				mu.Unlock()
+			case strings.HasPrefix(st, "NO [UNAVAILABLE]"):
+				time.Sleep(100 * time.Millisecond) // refused unchecked; keep asking
+			default:
+				t.Errorf("guess from %d: %q", src, st)
+				return
+			}
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		sources int
+		user    string
+	}{{"one address", 1, users[0]}, {"50 addresses", 50, users[1]}} {
+		var mu sync.Mutex
+		var checked int64
+		stop := time.Now().Add(time.Minute)
+		var wg sync.WaitGroup
+		for s := range c.sources {
+			wg.Add(1)
+			go func() { defer wg.Done(); guess(100+s, c.user, stop, &checked, &mu) }()
+		}
+		// The bystander, from its own address, meanwhile.
+		time.Sleep(30 * time.Second)
+		start := time.Now()
+		if st := imapLoginFrom(t, 99, srv.IMAP, users[2], testPassword); !strings.HasPrefix(st, "OK") {
+			t.Errorf("%s: bystander's IMAP login: %q", c.name, st)
+		}
+		dialSMTP(t, srv.SMTP).send("someone@example.org", users[2:], generatedMessage("rate", 1, 500))
+		webmailLogin(t, "http://"+l.HTTP, users[2])
+		t.Logf("%s: bystander served (IMAP login, SMTP delivery, webmail login) in %v", c.name, time.Since(start).Round(time.Millisecond))
+		wg.Wait()
+		t.Logf("%s: %d guesses checked in one minute", c.name, checked)
+		// The allowances (10 for an account from an address, 100 for an
+		// account from all) leak back at their rate: 10 per 15 minutes,
+		// 100 per hour, so up to 2 more in a minute.
+		if c.sources == 1 && checked > 11 || checked > 102 {
+			t.Errorf("%s: %d guesses checked in a minute", c.name, checked)
+		}
+	}
+}
