@@ -2,19 +2,21 @@
 // sequence of steps from a received message and its envelope to rows in
 // the recipients' mailboxes.
 //
-// The steps, in order (see Deliver):
+// The steps, in order (see DeliverMessage):
 //  1. resolve the envelope recipients again, against the current directory;
-//  2. prepend the Return-Path trace field (RFC 5321 §4.4);
-//  3. parse the message once;
-//  4. sender authentication, when turned on with WithAuth, for mail from
-//     outside: SPF, DKIM and DMARC (internal/msgauth); the
-//     Authentication-Results field is added, and the From domain's DMARC
-//     policy can refuse the message (*RejectError) or pick Junk;
+//  2. sender authentication, when turned on with WithAuth, for mail from
+//     outside: SPF, DKIM and DMARC (internal/msgauth) on the message as
+//     received; the Authentication-Results field is added later, and the
+//     From domain's DMARC policy can refuse the message (*RejectError) or
+//     pick Junk;
+//  3. drop verdict fields that came from outside and prepend the
+//     Return-Path trace field (RFC 5321 §4.4), in place (Message);
+//  4. parse the message once;
 //  5. content filters, when turned on with WithFilters: the attachment
-//     policy and clamd (internal/av), then spam scoring (internal/spam),
-//     which weighs the authentication results; a refusal returns a
-//     *RejectError, junk verdicts pick the Junk mailbox, and the verdict
-//     fields are added to the header;
+//     policy and clamd (internal/av), then spam scoring (internal/spam)
+//     of at most the first 512 KiB, which weighs the authentication
+//     results; a refusal returns a *RejectError, junk verdicts pick the
+//     Junk mailbox, and the verdict fields are added to the header;
 //  6. user filters, when turned on with WithSieve (sieve.go): each
 //     recipient account's active Sieve script decides where its copy
 //     goes, redirects it, refuses it (*RejectError when every recipient
@@ -22,6 +24,11 @@
 //  7. the quota of each recipient account (quota.go): accounts without
 //     room are left out, and with none left the message is refused;
 //  8. store it once for all recipients (one blob, one row per mailbox).
+//
+// The message is never copied whole on the way: fields are written into
+// room in front of it and the header is moved in place (message.go), so
+// a large message the SMTP server spooled and mapped from a file costs
+// file pages, not heap.
 //
 // Later steps (DNSBL) slot in before 8 without changing the callers.
 package delivery
@@ -164,8 +171,8 @@ func (p *Pipeline) DeliverMessage(ctx context.Context, env Envelope, m *Message)
 		return nil, fmt.Errorf("deliver %s: %w", env.ID, errLoop)
 	}
 
-	// Step 4, first half: sender authentication reads the message as
-	// received (DKIM verifies it as signed), before anything changes it.
+	// Step 2: sender authentication reads the message as received (DKIM
+	// verifies it as signed), before anything changes it.
 	// A refusal happens here or in the filters, before anything is
 	// stored, so the SMTP client gets it as the reply to DATA (never
 	// accept, then bounce).
@@ -181,7 +188,7 @@ func (p *Pipeline) DeliverMessage(ctx context.Context, env Envelope, m *Message)
 		}
 	}
 
-	// Step 2: trace fields. With filters or authentication on, verdict
+	// Step 3: trace fields. With filters or authentication on, verdict
 	// fields that came from outside are dropped first, from the header
 	// alone, which is moved in place.
 	if p.filters.enabled() || p.auth.enabled() {
@@ -199,7 +206,7 @@ func (p *Pipeline) DeliverMessage(ctx context.Context, env Envelope, m *Message)
 	received := m.Bytes() // what forwarding sends on
 	m.Prepend(returnPath(env.MailFrom))
 
-	// Step 3: parse once; the store keeps the result beside the message.
+	// Step 4: parse once; the store keeps the result beside the message.
 	parsed := parse(log, m.Bytes())
 
 	// Step 5: content filters.

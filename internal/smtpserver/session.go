@@ -86,6 +86,7 @@ func (srv *Server) serveConn(nc net.Conn) {
 	}
 	s.c = newConn(nc, srv.cfg.ReadTimeout, srv.cfg.WriteTimeout)
 	defer func() {
+		s.reset()
 		s.c.nc.Close() // the TLS connection after STARTTLS
 		s.c.release()
 	}()
@@ -258,7 +259,10 @@ func b2i(b bool) int {
 func (s *session) reset() {
 	s.inMail, s.from, s.params = false, "", mailParams{}
 	s.rcpts, s.remote = s.rcpts[:0], s.remote[:0]
-	s.bdat = nil
+	if s.bdat != nil { // a BDAT transaction given up (RSET, EHLO, the end of the session)
+		s.bdat.sp.discard(s.bdat.fr.out)
+		s.bdat = nil
+	}
 }
 
 // mail runs MAIL FROM (RFC 5321 §4.1.1.2).
