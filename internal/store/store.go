@@ -306,6 +306,9 @@ type Store interface {
 	Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64) (Changes, error)
 
 	// Append stores one message into one mailbox (IMAP APPEND, Sent copies).
+	// Append and Deliver do not keep raw after they return, even when ctx
+	// ended early: the caller may reuse or unmap it (the SMTP server hands
+	// over pooled buffers and messages mapped from its spool).
 	Append(ctx context.Context, mailboxID int64, raw []byte, flags Flags, keywords []string, internalDate time.Time) (Delivered, error)
 	// AppendBatch stores several messages into one mailbox in one
 	// transaction (IMAP MULTIAPPEND, RFC 3502): all of them or, on any

@@ -171,9 +171,9 @@ func (s *Store) ensureBlob(w *wtx, nb *newBlob, refs int) (int64, error) {
 		return 0, fmt.Errorf("count blob references: %w", err)
 	}
 	if inline {
-		err = s.keepInline(w, id, nb)
+		return id, s.keepInline(w, id, nb)
 	}
-	return id, err
+	return id, nil
 }
 
 // insertBlob inserts the rows of a new blob with refcount refs (and its

@@ -205,6 +205,49 @@ func testDeliverUnknownAccount(t *testing.T, s store.Store) {
 	wantErr(t, "Deliver without recipients", err, store.ErrInvalid)
 }
 
+// testDeliverKeepsNoRaw: Deliver and Append do not keep the caller's
+// bytes: overwritten right after the call returns, a small message (kept
+// in the database by store/sqlite) and a large one (a file of its own)
+// still read back as they were.
+func testDeliverKeepsNoRaw(t *testing.T, s store.Store) {
+	c := ctx(t)
+	f := setup(t, s, 1)
+	for _, size := range []int{2 << 10, 300 << 10} {
+		want := append([]byte(nil), msg(size)...)
+		for len(want) < size {
+			want = append(want, "filler line of the message body\r\n"...)
+		}
+		buf := append([]byte(nil), want...)
+		ds, err := s.Deliver(c, store.Delivery{Raw: buf, Recipients: []store.Recipient{{AccountID: f.accounts[0].ID}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range buf {
+			buf[i] = 'X'
+		}
+		mb := f.mailbox(t, 0, "INBOX")
+		appended := append([]byte(nil), want...)
+		if _, err := s.Append(c, mb.ID, appended, 0, nil, time.Time{}); err != nil {
+			t.Fatalf("Append of %d bytes: %v", size, err)
+		}
+		for i := range appended {
+			appended[i] = 'Y'
+		}
+		for _, m := range fetchAll(t, s, ds[0].MailboxID) {
+			if m.Size != int64(len(want)) {
+				continue // the other size's
+			}
+			raw, err := s.ReadBlob(c, m.BlobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != string(want) {
+				t.Fatalf("%d-byte message changed with the caller's buffer: %.80q", size, raw)
+			}
+		}
+	}
+}
+
 func testAppend(t *testing.T, s store.Store) {
 	c := ctx(t)
 	f := setup(t, s, 1)

@@ -48,6 +48,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"DeliverManyRecipientsOneBlob", testDeliverManyRecipients},
 		{"DeliverCreatesMailbox", testDeliverCreatesMailbox},
 		{"DeliverUnknownAccount", testDeliverUnknownAccount},
+		{"DeliverKeepsNoRaw", testDeliverKeepsNoRaw},
 		{"Append", testAppend},
 		{"FetchManyRanges", testFetchManyRanges},
 		{"UIDAndModSeqMonotonic", testMonotonic},
