@@ -56,21 +56,25 @@ go build -o "$tmp/smtpfloor" ./bench/smtpfloor
 # start NAME: a fresh data directory and server for binary pimail-NAME;
 # sets addr_NAME and pid_NAME.
 start() {
-	local name=$1 data="$tmp/data-$1" smtp
+	local name=$1 data="$tmp/data-$1" smtp off=()
 	smtp="127.0.0.1:$(free_port)"
+	# Listeners the revision knows, all off but SMTP and IMAP.
+	for l in submission submissions imaps pop3 pop3s http https managesieve; do
+		"$tmp/pimail-$name" serve -h 2>&1 | grep -q -- "-$l " && off+=("--$l" "")
+	done
 	"$tmp/pimail-$name" domain add --data "$data" bench.test >/dev/null
 	for i in $(seq 20); do
 		"$tmp/pimail-$name" account add --data "$data" --password benchpass "user$i@bench.test" >/dev/null
 	done
 	"$tmp/pimail-$name" serve --data "$data" --hostname mail.bench.test --smtp "$smtp" --imap "127.0.0.1:$(free_port)" \
-		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" --managesieve "" \
-		2>"$tmp/$name.log" &
+		"${off[@]}" 2>"$tmp/$name.log" &
 	local pid=$!
 	pids+=("$pid")
 	for _ in $(seq 300); do
-		grep -q 'pimail: ready' "$tmp/$name.log" && break
+		grep -q 'pimail: ready' "$tmp/$name.log" 2>/dev/null && break
 		sleep 0.1
 	done
+	grep -q 'pimail: ready' "$tmp/$name.log" || { cat "$tmp/$name.log"; echo "pimail-$name did not start"; exit 1; }
 	printf -v "addr_$name" '%s' "$smtp"
 	printf -v "pid_$name" '%s' "$pid"
 }
