@@ -7,6 +7,7 @@
 #   bash bench/run-smtp-ab.sh                       # OLD=be3c76d, 3 alternations
 #   OLD=be3c76d REPS=5 DUR=20 bash bench/run-smtp-ab.sh
 #   PEER=none bash bench/run-smtp-ab.sh             # without Postfix
+#   PEER_ONLY=1 bash bench/run-smtp-ab.sh           # only pimail against Postfix
 #
 # Workloads (smtpload, 20 users of bench.test, password benchpass):
 #   closed-50   closed loop, 8 KiB messages, 50 kept connections, DUR s:
@@ -99,6 +100,7 @@ refused() {
 }
 
 for rep in $(seq "$REPS"); do
+	[[ -n ${PEER_ONLY:-} ]] && break
 	echo "### alternation $rep of $REPS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 	for v in old new; do
 		a=addr_$v p=pid_$v
@@ -112,21 +114,31 @@ for rep in $(seq "$REPS"); do
 done
 
 if [[ $PEER != none ]]; then
-	echo "### the refused workload against Postfix + Dovecot, alternated with pimail (flock)"
+	# A private instance of the peer's Postfix configuration (run/postfix
+	# as its setup.sh writes it) on a port of its own, with its own queue:
+	# a peer someone else runs is not touched. Under the peer's flock all
+	# the same.
+	echo "### the refused workload against Postfix (the peer's configuration), alternated with pimail"
 	exec 9>/tmp/pimail-peer-pd.lock
 	flock 9
-	if postfix -c "$PEER/run/postfix" status >/dev/null 2>&1; then
-		echo "the peer is already running (someone else's run?): not touched" >&2
-		exit 1
-	fi
-	"$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
-	"$PEER/reset-mail.sh" >/dev/null
-	postsuper -c "$PEER/run/postfix" -d ALL >/dev/null 2>&1 || true
-	"$PEER/start.sh" >/dev/null
-	trap '"$PEER/stop.sh" >/dev/null 2>&1 || true; cleanup' EXIT
-	peer_pids=$("$PEER/pids.sh")
+	[[ -f $PEER/run/postfix/main.cf ]] || "$PEER/setup.sh" >"$tmp/peer-setup.log" 2>&1 || { cat "$tmp/peer-setup.log"; exit 1; }
+	chmod 755 "$tmp"
+	pf="$tmp/postfix"
+	mkdir -p "$pf" "$tmp/postfix-queue" "$tmp/postfix-data"
+	pport=$(free_port)
+	cp "$PEER/run/postfix/master.cf" "$PEER/run/postfix/vmailbox" "$pf/"
+	sed -i "s|^127.0.0.1:2025 |127.0.0.1:$pport |" "$pf/master.cf"
+	sed -e "s|^config_directory = .*|config_directory = $pf|" -e "s|^queue_directory = .*|queue_directory = $tmp/postfix-queue|" \
+		-e "s|^data_directory = .*|data_directory = $tmp/postfix-data|" -e "s|^maillog_file = .*|maillog_file = $tmp/postfix.log|" \
+		-e "s|^maillog_file_prefixes = .*|maillog_file_prefixes = $tmp|" -e "s|^syslog_name = .*|syslog_name = postfix-ab|" \
+		-e "s|texthash:.*/vmailbox|texthash:$pf/vmailbox|" "$PEER/run/postfix/main.cf" >"$pf/main.cf"
+	postfix -c "$pf" set-permissions >/dev/null 2>&1 || true
+	postfix -c "$pf" start >/dev/null 2>&1 || { cat "$tmp/postfix.log" 2>/dev/null; echo "postfix did not start"; exit 1; }
+	trap 'postfix -c "$pf" stop >/dev/null 2>&1 || true; cleanup' EXIT
+	for _ in $(seq 50); do [[ -f $tmp/postfix-queue/pid/master.pid ]] && break; sleep 0.1; done
+	ppid_master=$(tr -d ' ' <"$tmp/postfix-queue/pid/master.pid")
 	for rep in $(seq "$REPS"); do
 		refused pimail-new "$addr_new" "$pid_new"
-		refused postfix 127.0.0.1:2025 "$peer_pids"
+		refused postfix "127.0.0.1:$pport" "$ppid_master"
 	done
 fi
