@@ -13,6 +13,7 @@ const (
 	tokQuoted                 // quoted-string, content unquoted
 	tokLiteral                // domain-literal "[...]", brackets kept
 	tokSpecial                // one of < > : ; , @
+	tokComment                // comment, content without the outer parentheses
 )
 
 type addrToken struct {
@@ -21,19 +22,25 @@ type addrToken struct {
 	c    byte // for tokSpecial
 }
 
-// tokenizeAddresses splits an address-list into tokens; comments and white
-// space are dropped. Unterminated quotes, comments and literals run to the
-// end of the value.
+// tokenizeAddresses splits an address-list into tokens; white space is
+// dropped. Unterminated quotes, comments and literals run to the end of
+// the value.
 func tokenizeAddresses(s string) []addrToken {
 	var toks []addrToken
 	i := 0
 	for i < len(s) {
-		i = skipCFWS(s, i)
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n') {
+			i++
+		}
 		if i >= len(s) {
 			break
 		}
 		c := s[i]
 		switch c {
+		case '(':
+			var text string
+			text, i = readComment(s, i)
+			toks = append(toks, addrToken{kind: tokComment, text: text})
 		case '<', '>', ':', ';', ',', '@':
 			toks = append(toks, addrToken{kind: tokSpecial, c: c})
 			i++
@@ -62,6 +69,35 @@ func tokenizeAddresses(s string) []addrToken {
 	return toks
 }
 
+// readComment reads an RFC 5322 §3.2.2 comment starting at s[i] == '(':
+// its content (nested comments kept, quoted pairs undone) and the index
+// after it.
+func readComment(s string, i int) (string, int) {
+	var b strings.Builder
+	depth := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+			continue
+		case c == '(':
+			depth++
+			if depth == 1 {
+				continue
+			}
+		case c == ')':
+			depth--
+			if depth == 0 {
+				return strings.TrimSpace(b.String()), i + 1
+			}
+		}
+		b.WriteByte(c)
+	}
+	return strings.TrimSpace(b.String()), i
+}
+
 func isAddrDelim(c byte) bool {
 	switch c {
 	case ' ', '\t', '\r', '\n', '(', ')', '<', '>', '[', ']', ':', ';', '@', '\\', ',', '"':
@@ -74,16 +110,30 @@ func isAddrDelim(c byte) bool {
 // can be recognised is kept, broken entries give what they have (a display
 // name without an address, an address without a domain). Groups produce a
 // start marker (Group set) and an end marker (End set). Display names and
-// local parts keep encoded words as written.
+// local parts keep encoded words as written. An obsolete route is kept in
+// Route (RFC 5322 §4.4), and an addr-spec without a display name takes
+// the last comment after it as its name ("a@b (Name)"), as Dovecot and
+// most mail readers show it. At most maxAddresses entries are kept.
 func ParseAddressList(s string) []Address {
+	list, _ := parseAddressList(s)
+	return list
+}
+
+// parseAddressList is ParseAddressList that also reports whether every
+// entry was kept (false: the list was cut at maxAddresses).
+func parseAddressList(s string) (out []Address, complete bool) {
 	toks := tokenizeAddresses(s)
-	var out []Address
+	complete = true
 	var cur []addrToken
 	inGroup, inAngle := false, false
 	groupKept := false // whether the open group's start marker was kept
 	flush := func() {
-		if a, ok := entryAddress(cur); ok && len(out) < maxAddresses {
-			out = append(out, a)
+		if a, ok := entryAddress(cur); ok {
+			if len(out) < maxAddresses {
+				out = append(out, a)
+			} else {
+				complete = false
+			}
 		}
 		cur = cur[:0]
 	}
@@ -114,6 +164,8 @@ func ParseAddressList(s string) []Address {
 			groupKept = len(out) < maxAddresses
 			if groupKept {
 				out = append(out, Address{Group: phrase(cur)})
+			} else {
+				complete = false
 			}
 			cur = cur[:0]
 			inGroup = true
@@ -136,7 +188,7 @@ func ParseAddressList(s string) []Address {
 	if inGroup && groupKept {
 		out = append(out, Address{End: true})
 	}
-	return out
+	return out, complete
 }
 
 func hasSpecial(toks []addrToken, c byte) bool {
@@ -155,6 +207,7 @@ func phrase(toks []addrToken) string {
 	prevWord := false
 	for _, t := range toks {
 		switch t.kind {
+		case tokComment:
 		case tokSpecial:
 			b.WriteByte(t.c)
 			prevWord = false
@@ -170,7 +223,17 @@ func phrase(toks []addrToken) string {
 }
 
 // entryAddress turns the tokens of one mailbox into an Address.
-func entryAddress(toks []addrToken) (Address, bool) {
+func entryAddress(all []addrToken) (Address, bool) {
+	// Comments carry no address; the last one may name an addr-spec.
+	toks := make([]addrToken, 0, len(all))
+	lastComment := ""
+	for _, t := range all {
+		if t.kind == tokComment {
+			lastComment = t.text
+			continue
+		}
+		toks = append(toks, t)
+	}
 	if len(toks) == 0 {
 		return Address{}, false
 	}
@@ -192,9 +255,11 @@ func entryAddress(toks []addrToken) (Address, bool) {
 				break
 			}
 		}
-		// Drop an obsolete route (RFC 5322 §4.4): everything up to the last ':'.
+		// An obsolete route (RFC 5322 §4.4): everything up to the last
+		// ':', kept apart from the address.
 		for i := len(spec) - 1; i >= 0; i-- {
 			if spec[i].kind == tokSpecial && spec[i].c == ':' {
+				a.Route = joinTokens(spec[:i])
 				spec = spec[i+1:]
 				break
 			}
@@ -220,6 +285,9 @@ func entryAddress(toks []addrToken) (Address, bool) {
 			if at+1 < len(toks) {
 				a.Host = toks[at+1].text
 			}
+		}
+		if a.Name == "" && a.Host != "" {
+			a.Name = lastComment
 		}
 	}
 	if a.Name == "" && a.Mailbox == "" && a.Host == "" {

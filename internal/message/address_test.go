@@ -14,7 +14,7 @@ func TestParseAddressList(t *testing.T) {
 		{"a@b.c", []Address{{Mailbox: "a", Host: "b.c"}}},
 		{`"Doe, John" <john.doe@example.com>, jane@example.com (Jane)`, []Address{
 			{Name: "Doe, John", Mailbox: "john.doe", Host: "example.com"},
-			{Mailbox: "jane", Host: "example.com"},
+			{Name: "Jane", Mailbox: "jane", Host: "example.com"},
 		}},
 		{"John Q. Public <JQP@x.test>", []Address{{Name: "John Q. Public", Mailbox: "JQP", Host: "x.test"}}},
 		{"A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, after@x.y", []Address{
@@ -27,7 +27,10 @@ func TestParseAddressList(t *testing.T) {
 		}},
 		{"undisclosed-recipients:;", []Address{{Group: "undisclosed-recipients"}, {End: true}}},
 		{"Unclosed group: a@b", []Address{{Group: "Unclosed group"}, {Mailbox: "a", Host: "b"}, {End: true}}},
-		{"<@route1,@route2:user@host>", []Address{{Mailbox: "user", Host: "host"}}},
+		{"<@route1,@route2:user@host>", []Address{{Mailbox: "user", Host: "host", Route: "@route1,@route2"}}},
+		{"CEO <ceo@(x)victim.test>", []Address{{Name: "CEO", Mailbox: "ceo", Host: "victim.test"}}},
+		{"ceo@victim.test (Chief (Executive) Officer) (last)", []Address{{Name: "last", Mailbox: "ceo", Host: "victim.test"}}},
+		{"(c1) Name (c2) <a@b> (c3)", []Address{{Name: "Name", Mailbox: "a", Host: "b"}}},
 		{`"quoted local"@[192.0.2.1]`, []Address{{Mailbox: "quoted local", Host: "[192.0.2.1]"}}},
 		{"Name Only", []Address{{Mailbox: "Name Only"}}},
 		{"Broken <no-at-sign>", []Address{{Name: "Broken", Mailbox: "no-at-sign"}}},
