@@ -173,12 +173,17 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 			}
 		}
+		if err := checkHeaderFields(log, env, raw); err != nil {
+			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+		}
 		if p.filters.enabled() {
 			if err := p.runFilters(ctx, log, env, tgt.accounts, full, parsed, authRes, outcome); err != nil {
 				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 			}
 		}
 		full = insertHeaders(full, parsed, outcome.headers)
+	} else if err := checkHeaderFields(log, env, raw); err != nil {
+		return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 	}
 
 	// Forwarding (forward.go): remote alias targets get the message as
@@ -248,6 +253,19 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	return delivered, nil
 }
 
+// checkHeaderFields refuses a header over the toolkit's limit rather
+// than have any reader see part of it: below the limit the filters, the
+// index, IMAP and the webmail read every field. It runs after sender
+// authentication, which reads every field whatever their number, so a
+// forgery gets DMARC's refusal, not this one (RFC 3463 X.6.0).
+func checkHeaderFields(log *slog.Logger, env Envelope, raw []byte) error {
+	if message.CountFields(raw, message.MaxHeaderFields) <= message.MaxHeaderFields {
+		return nil
+	}
+	log.Info("message refused: too many header fields", "from", env.MailFrom, "ip", env.RemoteIP)
+	return errHeaderFields
+}
+
 // resolve expands the envelope recipients to local accounts and remote
 // targets, each once. Recipients that no longer resolve are logged and
 // skipped: the directory is the truth at delivery time.
@@ -269,7 +287,7 @@ func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
 		}
 		for _, addr := range r.Remote {
 			if t.fwdDomain == "" {
-				t.fwdDomain = domainOf(rcpt)
+				t.fwdDomain = message.DomainOf(rcpt)
 			}
 			if !seenRemote[addr] {
 				seenRemote[addr] = true

@@ -256,10 +256,12 @@ func entryAddress(all []addrToken) (Address, bool) {
 			}
 		}
 		// An obsolete route (RFC 5322 §4.4): everything up to the last
-		// ':', kept apart from the address.
+		// ':', kept apart from the address when it is one ("@a,@b").
 		for i := len(spec) - 1; i >= 0; i-- {
 			if spec[i].kind == tokSpecial && spec[i].c == ':' {
-				a.Route = joinTokens(spec[:i])
+				if spec[0].kind == tokSpecial && spec[0].c == '@' {
+					a.Route = joinTokens(spec[:i])
+				}
 				spec = spec[i+1:]
 				break
 			}

@@ -2,6 +2,8 @@ package msgauth
 
 import (
 	"strings"
+
+	"pimail/internal/message"
 )
 
 // authResField is the header field of RFC 8601 §2.2.
@@ -79,24 +81,46 @@ func formatAuthResults(authservID string, r *Result) string {
 	return b.String()
 }
 
-// pvalue formats a property value (RFC 8601 §2.2 pvalue): a domain name
-// or address as it is, anything else as a quoted-string; control
-// characters are dropped, and the value is bounded. A ";" is dropped too,
-// even though a quoted-string may hold one: readers that split the field
-// at every ";" would take what follows for another result.
+// pvalue formats a property value (RFC 8601 §2.2: pvalue = value /
+// [ [ local-part ] "@" ] domain-name, value = token / quoted-string). A
+// name or address made of letters, digits and ".-_+" is written as it
+// is; anything else (a "/" or "=" in a local part or base64, a space, a
+// domain literal) as a quoted-string. What common parsers refuse never
+// appears: non-ASCII (Python's authres), a quoted-pair (Perl's
+// Mail::AuthenticationResults) and ";" (readers that split at it) become
+// "?"; control characters are dropped, and the value is bounded.
 func pvalue(s string) string {
-	s = strings.ReplaceAll(clean(s, 200), ";", "")
-	plain := s != ""
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 || strings.ContainsRune(".-_@+/=", c)) {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	s = clean(s, 200)
+	if plainValue(s) {
 		return s
 	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	return `"` + strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r == ';' {
+			return '?'
+		}
+		return r
+	}, s) + `"`
+}
+
+// plainValue reports whether s can be written without quotes: a token
+// or local-part "@" domain of letters, digits and ".-_+", no empty part.
+func plainValue(s string) bool {
+	if s == "" {
+		return false
+	}
+	local, domain, hasAt := strings.Cut(s, "@")
+	if hasAt && (domain == "" || strings.Contains(domain, "@")) {
+		return false
+	}
+	for _, part := range []string{local, domain} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' || c == '+') {
+				return false
+			}
+		}
+	}
+	return hasAt || local != ""
 }
 
 // comment formats an RFC 5322 comment, " (text)", or "" for no text.
@@ -116,20 +140,20 @@ func comment(s string) string {
 }
 
 // clean drops control characters (CR and LF above all: no header
-// injection) and cuts s to at most n bytes, on a character boundary.
+// injection), writes every non-ASCII character as "?" (the field stays
+// US-ASCII, which every reader takes) and cuts s to at most n bytes.
 func clean(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
+		switch {
+		case r < 0x20 || r == 0x7f:
 			return -1
+		case r >= 0x80:
+			return '?'
 		}
 		return r
 	}, s)
 	if len(s) > n {
-		cut := n
-		for cut > 0 && s[cut]&0xc0 == 0x80 {
-			cut--
-		}
-		s = s[:cut]
+		s = s[:n]
 	}
 	return strings.TrimSpace(s)
 }
@@ -140,12 +164,11 @@ func clean(s string, n int) string {
 // trust boundary, or a sender could forge this server's verdicts. Fields
 // of other authentication services are kept.
 func StripAuthResults(raw []byte, authservID string) []byte {
-	if authservID == "" || !hasFieldLine(raw, authResField) {
+	if authservID == "" || !message.HasField(raw, authResField) {
 		return raw
 	}
-	return removeFields(raw, func(f field) bool {
-		return strings.EqualFold(f.name, authResField) &&
-			strings.EqualFold(authservIDOf(f.value), authservID)
+	return message.RemoveFields(raw, func(f message.RawField) bool {
+		return f.Is(authResField) && strings.EqualFold(authservIDOf(f.Unfolded()), authservID)
 	})
 }
 

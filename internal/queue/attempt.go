@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pimail/internal/deliverylog"
+	"pimail/internal/message"
 	"pimail/internal/metrics"
 	"pimail/internal/store"
 )
@@ -33,7 +34,7 @@ func (q *Queue) process(ctx context.Context, e store.QueueEntry) {
 		if r.State != store.QueuePending {
 			continue
 		}
-		d := domainOf(r.Address)
+		d := message.DomainOf(r.Address)
 		if _, ok := byDomain[d]; !ok {
 			order = append(order, d)
 		}
