@@ -90,8 +90,9 @@ type Pipeline struct {
 	quotaPermanent bool
 	// fwd sends mail on to remote alias targets (the outbound queue),
 	// with envelope senders rewritten by srs; see WithForwarding.
-	fwd Forwarder
-	srs *SRS
+	fwd    Forwarder
+	srs    *SRS
+	sealer Sealer // ARC for forwarded mail; see WithARC
 }
 
 // WithDeliveryLog records every delivered message in the delivery log.
@@ -164,9 +165,9 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	// refusal happens here, before anything is stored, so the SMTP client
 	// gets it as the reply to DATA (never accept, then bounce).
 	var outcome *filterOutcome
+	var authRes *msgauth.Result
 	if p.auth.enabled() || p.filters.enabled() {
 		outcome = &filterOutcome{}
-		var authRes *msgauth.Result
 		if p.auth.applies(env) {
 			var err error
 			if authRes, err = p.authenticate(ctx, log, env, received, outcome); err != nil {
@@ -192,7 +193,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	// fail, the sender's retry may duplicate the forwarded copy, but
 	// nothing is lost.
 	if len(tgt.remote) > 0 {
-		if err := p.forward(ctx, log, env, tgt, received); err != nil {
+		if err := p.forward(ctx, log, env, tgt, received, authRes); err != nil {
 			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 		}
 		if len(tgt.accounts) == 0 {

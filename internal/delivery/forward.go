@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 
+	"pimail/internal/arc"
 	"pimail/internal/directory"
 	"pimail/internal/message"
+	"pimail/internal/msgauth"
 	"pimail/internal/store"
 )
 
@@ -14,6 +16,20 @@ import (
 // (internal/queue) is one. It returns once the message is on disk.
 type Forwarder interface {
 	Forward(ctx context.Context, from string, rcpts []string, raw []byte) error
+}
+
+// Sealer adds an ARC set (RFC 8617) to a message forwarded for a local
+// domain, carrying this server's authentication results to the next
+// receiver; arc.Sealer is one.
+type Sealer interface {
+	Seal(ctx context.Context, domain string, raw []byte, authResults string, chain arc.Result) ([]byte, error)
+}
+
+// WithARC seals forwarded mail that was authenticated here (see Sealer).
+// Call it before the pipeline is used.
+func (p *Pipeline) WithARC(s Sealer) *Pipeline {
+	p.sealer = s
+	return p
 }
 
 // WithForwarding turns on alias forwarding to remote targets: such
@@ -76,11 +92,21 @@ func countReceived(raw []byte) int {
 // forward queues raw, the message as received, for the remote targets of
 // tgt. The envelope sender is rewritten with SRS unless it is null (a
 // bounce stays a bounce) or already at a local domain (this server's SPF
-// covers it).
-func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, tgt target, raw []byte) error {
+// covers it). A message authenticated here (auth not nil) is ARC-sealed
+// by the alias's domain first, so the next receiver sees the SPF, DKIM
+// and DMARC results from before the envelope changed.
+func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, tgt target, raw []byte, auth *msgauth.Result) error {
 	from := env.MailFrom
 	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(message.DomainOf(from)) {
 		from = p.srs.Forward(from, tgt.fwdDomain)
+	}
+	if p.sealer != nil && auth != nil && tgt.fwdDomain != "" {
+		sealed, err := p.sealer.Seal(ctx, tgt.fwdDomain, raw, auth.Header, auth.ARC)
+		if err != nil {
+			log.Warn("ARC sealing failed; forwarding unsealed", "domain", tgt.fwdDomain, "err", err)
+		} else {
+			raw = sealed
+		}
 	}
 	if err := p.fwd.Forward(ctx, from, tgt.remote, raw); err != nil {
 		return fmt.Errorf("forward: %w", err)

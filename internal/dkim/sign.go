@@ -159,6 +159,26 @@ func (s *Signer) generate(ctx context.Context, domain string) ([]store.DKIMKey, 
 	return ks, nil
 }
 
+// SigningKey is a private key of a domain, ready to sign with.
+type SigningKey struct {
+	Domain, Selector string
+	Signer           crypto.Signer
+}
+
+// SigningKeys returns the domain's keys (generated when it has none), for
+// ARC seals (package arc) made with the same keys as DKIM signatures.
+func (s *Signer) SigningKeys(ctx context.Context, domain string) ([]SigningKey, error) {
+	lks, err := s.keys(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SigningKey, len(lks))
+	for i, lk := range lks {
+		out[i] = SigningKey{Domain: lk.key.Domain, Selector: lk.key.Selector, Signer: lk.signer}
+	}
+	return out, nil
+}
+
 // Sign returns DKIM-Signature header fields for raw, one per key of
 // domain, ready to be prepended to the message. Headers and body are
 // canonicalized relaxed/relaxed (RFC 6376 §3.4.2, §3.4.4). A message

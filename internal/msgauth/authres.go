@@ -1,8 +1,10 @@
 package msgauth
 
 import (
+	"fmt"
 	"strings"
 
+	"pimail/internal/arc"
 	"pimail/internal/message"
 )
 
@@ -51,6 +53,24 @@ func formatAuthResults(authservID string, r *Result) string {
 		}
 		if d.BPrefix != "" {
 			s += " header.b=" + pvalue(d.BPrefix)
+		}
+		item(s)
+	}
+
+	// arc (RFC 8617 §5.2, the method registered in its §10.1): the
+	// chain's status when the message has one; the highest instance and
+	// its sealer as a comment.
+	if r.ARC.Status != "" && r.ARC.Status != arc.None {
+		s := "arc=" + r.ARC.Status
+		if r.ARC.Instances > 0 {
+			c := fmt.Sprintf("i=%d", r.ARC.Instances)
+			if r.ARC.Domain != "" {
+				c += " " + r.ARC.Domain
+			}
+			if r.ARC.Reason != "" {
+				c += " " + r.ARC.Reason
+			}
+			s += comment(c)
 		}
 		item(s)
 	}

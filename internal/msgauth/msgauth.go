@@ -26,7 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"pimail/internal/arc"
 	"pimail/internal/dnsresolver"
+	"pimail/internal/message"
 )
 
 // DefaultTimeout bounds the whole check of one message.
@@ -110,6 +112,10 @@ type Input struct {
 type Result struct {
 	SPF  SPFResult
 	DKIM []DKIMResult
+	// ARC is the validation of the message's ARC chain (RFC 8617): it
+	// is reported, and sealed on when the message is forwarded; it does
+	// not change the DMARC verdict.
+	ARC arc.Result
 	// DMARC has one evaluation per distinct From domain, normally one.
 	DMARC []DMARCResult
 	// Header is the Authentication-Results field to prepend, with CRLF.
@@ -169,6 +175,14 @@ func (c *Checker) Check(ctx context.Context, in Input) *Result {
 		defer recoverPanic("dkim")
 		r.DKIM = c.verifyDKIM(ctx, in.Raw)
 	}()
+	r.ARC = arc.Result{Status: arc.None}
+	if message.HasField(in.Raw, "ARC-Seal") {
+		func() {
+			r.ARC = arc.Result{Status: arc.Fail, Reason: "check failed"}
+			defer recoverPanic("arc")
+			r.ARC = arc.Verify(ctx, c.cfg.Resolver, in.Raw)
+		}()
+	}
 	r.SPF = <-spfDone
 
 	domains, invalid, limit := authorDomains(in.Raw)
