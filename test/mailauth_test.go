@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -222,6 +223,27 @@ _dmarc.obrien.test. 300 IN TXT "v=DMARC1; p=reject"
 	judge(t, py, zone.addr, "dkim", [][]byte{got}, func(tool string, _ int, out string) {
 		if !strings.HasPrefix(out, "pass") {
 			t.Errorf("%s: author's DKIM signature in the forwarded copy: %s", tool, out)
+		}
+	})
+
+	// A header-only message from the local domain, forwarded: the queue
+	// signs it (RSA and Ed25519) with test.local's keys, and dkimpy and
+	// Mail::DKIM verify what pimail signed (Mail::DKIM 1.20230212 has no
+	// Ed25519).
+	hsubject := fmt.Sprintf("header-only-%d", stamp)
+	s = dialSMTP(t, srv.SMTP)
+	if err := s.transaction("alice@"+testDomain, []string{"fwd@" + testDomain},
+		[]byte("From: Alice <alice@"+testDomain+">\r\nTo: fwd@"+testDomain+"\r\nSubject: "+hsubject+"\r\n")); err != nil {
+		t.Fatalf("send a header-only message: %v", err)
+	}
+	s.expect("QUIT", 221)
+	ho := []byte(far.wait(t, "Subject: "+hsubject, 30*time.Second).data)
+	judge(t, py, zone.addr, "dkim", [][]byte{ho}, func(tool string, _ int, out string) {
+		want := map[string]string{"mailauth.py": "pass pass", "mailauth.pl": "invalid(unsupported) pass"}[tool]
+		words := strings.Fields(out)
+		sort.Strings(words)
+		if strings.Join(words, " ") != want {
+			t.Errorf("%s: pimail's signatures of a header-only message: %q, want %q\n%s", tool, out, want, headerOf(string(ho)))
 		}
 	})
 }
