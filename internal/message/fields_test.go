@@ -99,3 +99,24 @@ func TestASCIIDomain(t *testing.T) {
 		t.Errorf("UnicodeDomain = %q", u)
 	}
 }
+
+func TestVisible(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain subject":         "plain subject",
+		"invoice\u202Efdp.exe":  "invoice[U+202E]fdp.exe",
+		"a\x1b[31mred\x07":      "a[U+001B][31mred[U+0007]",
+		"line\u2028break":       "line[U+2028]break",
+		"tab\there":             "tab here",
+		"cr\r\nlf":              "cr[U+000D][U+000A]lf",
+		"zero\u200bwidth\ufeff": "zero[U+200B]width[U+FEFF]",
+		"Grüße 👨‍👩‍👧":           "Grüße 👨‍👩‍👧",
+		"c1\u0085":              "c1[U+0085]",
+		"isolate\u2067x\u2069":  "isolate[U+2067]x[U+2069]",
+		"bad\xffutf8":           "bad\uFFFDutf8",
+		"arabic mark\u061c":     "arabic mark[U+061C]",
+	} {
+		if got := Visible(in); got != want {
+			t.Errorf("Visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
