@@ -90,7 +90,7 @@ type metaEntry struct {
 // bodyView is the blob-derived part of the read page.
 type bodyView struct {
 	auth        []authResult
-	layout      layout        // the blocks shown and the parts listed
+	layout      layout // the blocks shown and the parts listed
 	textDone    bool
 	text        template.HTML // every block as text, rendered (textDone)
 	remoteDone  bool
