@@ -61,8 +61,10 @@ func unfoldWSP(s string) string {
 	if !strings.ContainsAny(s, "\r\n\t") {
 		return s
 	}
-	return strings.NewReplacer("\r", "", "\n", "", "\t", " ").Replace(s)
+	return wspReplacer.Replace(s)
 }
+
+var wspReplacer = strings.NewReplacer("\r", "", "\n", "", "\t", " ")
 
 // stripWSP removes all white space (base64 values, §3.5 "b=": "Whitespace
 // is ignored in this value").
