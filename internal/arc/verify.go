@@ -123,7 +123,7 @@ func Verify(ctx context.Context, r dkim.TXTResolver, raw []byte) Result {
 // instance from 1 to the highest has exactly one field of each kind.
 func collect(raw []byte) ([]set, int, error) {
 	byI := map[int]*set{}
-	max := 0
+	highest := 0
 	var err error
 	message.ScanFields(raw, func(f message.RawField) bool {
 		var slot func(*set) *[]byte
@@ -153,27 +153,24 @@ func collect(raw []byte) ([]set, int, error) {
 			return false
 		}
 		*p = raw[f.Start:f.End]
-		max = maxOf(max, i)
+		highest = max(highest, i)
 		return true
 	})
 	if err != nil {
-		return nil, max, err
+		return nil, highest, err
 	}
-	if max > MaxInstances {
-		return nil, max, fmt.Errorf("%d instances, more than %d", max, MaxInstances)
+	if highest > MaxInstances {
+		return nil, highest, fmt.Errorf("%d instances, more than %d", highest, MaxInstances)
 	}
-	sets := make([]set, max+1)
-	for i := 1; i <= max; i++ {
+	sets := make([]set, highest+1)
+	for i := 1; i <= highest; i++ {
 		s := byI[i]
 		if s == nil || s.aar == nil || s.ams == nil || s.as == nil {
-			return nil, max, fmt.Errorf("instance %d incomplete", i)
+			return nil, highest, fmt.Errorf("instance %d incomplete", i)
 		}
 		sets[i] = *s
 	}
-	if len(byI) != max {
-		return nil, max, errors.New("instance numbers out of range")
-	}
-	return sets, max, nil
+	return sets, highest, nil
 }
 
 // instance reads the i= tag that starts every ARC field's value (§4.2.1;
@@ -265,8 +262,6 @@ func containsFold(list []string, s string) bool {
 	}
 	return false
 }
-
-func maxOf(a, b int) int { return max(a, b) }
 
 // decodeB64 decodes a base64 tag value, ignoring white space (RFC 6376
 // §3.5).
