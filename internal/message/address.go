@@ -225,14 +225,22 @@ func phrase(toks []addrToken) string {
 // entryAddress turns the tokens of one mailbox into an Address.
 func entryAddress(all []addrToken) (Address, bool) {
 	// Comments carry no address; the last one may name an addr-spec.
-	toks := make([]addrToken, 0, len(all))
-	lastComment := ""
+	toks, lastComment := all, ""
 	for _, t := range all {
 		if t.kind == tokComment {
-			lastComment = t.text
-			continue
+			toks = nil
+			break
 		}
-		toks = append(toks, t)
+	}
+	if toks == nil {
+		toks = make([]addrToken, 0, len(all))
+		for _, t := range all {
+			if t.kind == tokComment {
+				lastComment = t.text
+			} else {
+				toks = append(toks, t)
+			}
+		}
 	}
 	if len(toks) == 0 {
 		return Address{}, false
