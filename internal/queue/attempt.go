@@ -35,6 +35,9 @@ func (q *Queue) process(ctx context.Context, e store.QueueEntry) {
 			continue
 		}
 		d := message.DomainOf(r.Address)
+		if a, ok := message.ASCIIDomain(d); ok {
+			d = a // an internationalized domain goes to the DNS in A-labels
+		}
 		if _, ok := byDomain[d]; !ok {
 			order = append(order, d)
 		}
