@@ -1,6 +1,10 @@
 package message
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // maxAddresses bounds the addresses kept from one header field.
 const maxAddresses = 1000
@@ -386,4 +390,85 @@ func formatAddresses(list []Address, fallback string) string {
 		b.WriteString(rawToUTF8(addr, fallback))
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// ErrBadAddress is ParseMailboxList's error for input that is not a plain
+// mailbox list.
+var ErrBadAddress = errors.New("message: not a mailbox list")
+
+// ParseMailboxList parses a mailbox-list (RFC 5322 §3.4) strictly, for
+// addresses a person types (the webmail's recipients): every entry is
+// name-addr or addr-spec with one local part and one domain, nothing is
+// left over, and there are no groups or routes. It uses the tokens of
+// ParseAddressList, so what it accepts reads the same everywhere.
+func ParseMailboxList(s string) ([]Address, error) {
+	toks := tokenizeAddresses(s)
+	var out []Address
+	start := 0
+	inAngle := false
+	for i := 0; i <= len(toks); i++ {
+		if i < len(toks) {
+			t := toks[i]
+			if t.kind == tokSpecial {
+				switch t.c {
+				case '<':
+					inAngle = true
+				case '>':
+					inAngle = false
+				case ':', ';':
+					return nil, fmt.Errorf("%w: groups and routes are not allowed", ErrBadAddress)
+				}
+			}
+			if !(t.kind == tokSpecial && t.c == ',' && !inAngle) {
+				continue
+			}
+		}
+		entry := toks[start:i]
+		start = i + 1
+		if len(entry) == 0 {
+			continue
+		}
+		if !strictMailbox(entry) {
+			return nil, fmt.Errorf("%w: %q", ErrBadAddress, joinTokens(entry))
+		}
+		a, _ := entryAddress(entry)
+		out = append(out, a)
+		if len(out) > maxAddresses {
+			return nil, fmt.Errorf("%w: more than %d addresses", ErrBadAddress, maxAddresses)
+		}
+	}
+	return out, nil
+}
+
+// strictMailbox checks one entry's tokens: [phrase] "<" local "@" domain
+// ">" or local "@" domain, comments anywhere.
+func strictMailbox(all []addrToken) bool {
+	var toks []addrToken
+	for _, t := range all {
+		if t.kind != tokComment {
+			toks = append(toks, t)
+		}
+	}
+	spec := toks
+	if n := len(toks); n > 0 && toks[n-1].kind == tokSpecial && toks[n-1].c == '>' {
+		lt := -1
+		for i, t := range toks {
+			if t.kind == tokSpecial && t.c == '<' {
+				lt = i
+				break
+			}
+		}
+		if lt < 0 {
+			return false
+		}
+		for _, t := range toks[:lt] {
+			if t.kind != tokAtom && t.kind != tokQuoted {
+				return false
+			}
+		}
+		spec = toks[lt+1 : n-1]
+	}
+	return len(spec) == 3 && (spec[0].kind == tokAtom || spec[0].kind == tokQuoted) &&
+		spec[1].kind == tokSpecial && spec[1].c == '@' &&
+		(spec[2].kind == tokAtom || spec[2].kind == tokLiteral)
 }

@@ -92,3 +92,24 @@ func TestParseDate(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMailboxList(t *testing.T) {
+	for in, want := range map[string]int{
+		"a@b.example": 1,
+		"A <a@b.example>, \"Doe, J\" <j@d.example>": 2,
+		"<a@b.example> (comment), c@d.example":      2,
+		"=?utf-8?q?J=C3=BCrgen?= <j@x.de>":          1,
+		"":                                          0,
+	} {
+		got, err := ParseMailboxList(in)
+		if err != nil || len(got) != want {
+			t.Errorf("ParseMailboxList(%q) = %+v, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"bob@exa mple.com", `bob@example.com>"`, "Bob bob@x.example", "team: a@b.example;",
+		"<@r:a@b.example>", "a@b.example>x", "no-at-sign", "a@", "@b.example", "<a@b.example", "a@b@c.example"} {
+		if got, err := ParseMailboxList(bad); err == nil {
+			t.Errorf("ParseMailboxList(%q) accepted: %+v", bad, got)
+		}
+	}
+}

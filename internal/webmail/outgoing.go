@@ -47,9 +47,9 @@ type outgoing struct {
 }
 
 // parseRecipients parses a comma-separated address list as typed in a form
-// field (RFC 5322 syntax, display names allowed), with the message
-// toolkit's parser (the one that reads every header), then checks each
-// entry strictly: a local part and a domain, no route, no group. CR or LF
+// field (RFC 5322 syntax, display names allowed) with the message
+// toolkit's strict reading (message.ParseMailboxList: a local part and a
+// domain, nothing left over, no route, no group). CR or LF
 // anywhere is an error, not something to clean up: it is an injection
 // attempt. net/mail's Address only writes the result (RFC 2047 names).
 func parseRecipients(field string) ([]*mail.Address, error) {
@@ -61,11 +61,12 @@ func parseRecipients(field string) ([]*mail.Address, error) {
 		return nil, nil
 	}
 	field = strings.ReplaceAll(field, ";", ",")
+	parsed, err := message.ParseMailboxList(field)
+	if err != nil {
+		return nil, fmt.Errorf("recipients: %w", err)
+	}
 	var list []*mail.Address
-	for _, a := range message.ParseAddressList(field) {
-		if a.Group != "" || a.End || a.Route != "" || a.Mailbox == "" || a.Host == "" {
-			return nil, fmt.Errorf("recipients %q: %q is not an address", field, a.Addr())
-		}
+	for _, a := range parsed {
 		if err := checkAddress(a.Addr()); err != nil {
 			return nil, err
 		}
