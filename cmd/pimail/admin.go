@@ -19,7 +19,7 @@ import (
 func subcommands(noun string, verbs map[string]func(dataDir string, args []string) error, args []string, argsUsage map[string]string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
-		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota"} {
+		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota", "mta-sts"} {
 			if _, ok := verbs[v]; ok {
 				fmt.Fprintf(os.Stderr, "  %s %s %s\n", noun, v, argsUsage[v])
 			}
@@ -130,7 +130,8 @@ func cmdDomain(args []string) error {
 				return nil
 			})
 		},
-	}, args, map[string]string{"add": "DOMAIN", "remove": "DOMAIN", "list": ""})
+		"mta-sts": domainMTASTS,
+	}, args, map[string]string{"add": "DOMAIN", "remove": "DOMAIN", "list": "", "mta-sts": "DOMAIN [FILE|-]"})
 }
 
 func cmdAccount(args []string) error {
