@@ -1,8 +1,6 @@
 package blackbox
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"io"
 	"net/http"
 	"net/url"
@@ -27,7 +25,10 @@ import (
 func TestUpgradeLegacyDataDir(t *testing.T) {
 	srv := &Server{t: t, Data: filepath.Join(t.TempDir(), "data"), SMTP: freeAddr(t), IMAP: freeAddr(t)}
 	t.Cleanup(srv.cleanup)
-	extractTarGz(t, filepath.Join(repoRoot(), "internal", "upgrade", "testdata", "datadir-v10.tar.gz"), srv.Data)
+	if err := os.MkdirAll(srv.Data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runTool(t, time.Minute, "", nil, "tar", "-xzf", filepath.Join(repoRoot(), "internal", "upgrade", "testdata", "datadir-v10.tar.gz"), "-C", srv.Data)
 	l := withListeners(t, "http")
 	srv.StartWith(l) // serve is the first command to open it
 	if len(srv.logLines(regexp.MustCompile(`moved into the store`))) != 4 {
@@ -119,46 +120,6 @@ func TestWebmailSessionSurvivesRestart(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
 		t.Fatalf("a logged-out session after a restart: %s to %q", resp.Status, resp.Header.Get("Location"))
-	}
-}
-
-// extractTarGz unpacks a .tar.gz of directories and regular files into dir.
-func extractTarGz(t *testing.T, archive, dir string) {
-	t.Helper()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(p, 0o700)
-		case tar.TypeReg:
-			var b []byte
-			if b, err = io.ReadAll(tr); err == nil {
-				err = os.WriteFile(p, b, 0o600)
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

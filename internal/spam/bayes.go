@@ -203,14 +203,20 @@ func (m *Model) learn(hashes []uint64, spam bool, delta int) {
 			continue
 		}
 		m.noteToken(h, int64(c.spam)-int64(old.spam), int64(c.ham)-int64(old.ham))
-		if c.spam == 0 && c.ham == 0 {
-			delete(m.tokens, h)
-		} else {
-			m.tokens[h] = c
-		}
+		m.put(h, c)
 	}
 	if len(m.tokens) > m.maxTokens {
 		m.prune()
+	}
+}
+
+// put sets a token's counts in the map; a token seen in no message goes.
+// Called with mu held for writing, after thaw.
+func (m *Model) put(h uint64, c counts) {
+	if c.spam == 0 && c.ham == 0 {
+		delete(m.tokens, h)
+	} else {
+		m.tokens[h] = c
 	}
 }
 

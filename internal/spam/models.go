@@ -128,8 +128,9 @@ func (s *modelSet) maybeReload() {
 		}
 		s.mu.Lock()
 		cur := s.all[id]
+		same := v == cur.version
 		s.mu.Unlock()
-		if v == cur.version || cur.m.isDirty() {
+		if same || cur.m.isDirty() {
 			continue
 		}
 		l, err := s.load(id)

@@ -126,11 +126,7 @@ func (m *Model) rebase(base *Model) error {
 		c := m.tokens[h]
 		c.spam = addClamped(c.spam, d.spam)
 		c.ham = addClamped(c.ham, d.ham)
-		if c.spam == 0 && c.ham == 0 {
-			delete(m.tokens, h)
-		} else {
-			m.tokens[h] = c
-		}
+		m.put(h, c)
 	}
 	if len(m.tokens) > m.maxTokens {
 		m.prune()

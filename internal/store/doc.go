@@ -33,33 +33,58 @@
 // the roles it calls (as an interface of its own that embeds them, such as
 // imapd.Store), never the whole store and never a method outside them:
 //
-//	DirectoryReader  domains, accounts, aliases; the snapshot for RCPT
-//	                 checks       auth, directory, delivery, submission, …
-//	DirectoryWriter  adding and removing them, quota limits      admin, CLI
-//	Credentials      password hashes and SCRAM keys   auth, webmail, admin
-//	AccountAdmin     disabled and administrator flags           admin, CLI
-//	SigningKeys      DKIM keys                                  dkim
-//	Quotas           usage and quota notices         delivery, imapd
-//	MailboxReader    mailboxes and their counters    imapd, pop3d, webmail, …
-//	MailboxWriter    create, delete, rename, subscribe   imapd, webmail, import
+//	DirectoryReader  domains, accounts, aliases; the snapshot of RCPT checks
+//	DirectoryWriter  adding and removing them; quota limits
+//	Credentials      password hashes and the SCRAM keys beside them
+//	AccountAdmin     the disabled and administrator flags
+//	SigningKeys      DKIM keys
+//	Quotas           usage and quota notices
+//	MailboxReader    an account's mailboxes and their counters
+//	MailboxWriter    creating, deleting, renaming, subscribing mailboxes
 //	MessageReader    UIDs, flags, parsed structure, changes since a MODSEQ
 //	HeaderReader     envelopes and headers of a listing (the fast FETCH)
-//	                                         imapd, spam (reputation)
-//	BlobReader       the raw message            every reader, queue, spam
-//	ChangeFeed       events per account          imapd, webmail, spam
-//	Mutator          flags, copy, move, expunge  imapd, pop3d, webmail
+//	BlobReader       the raw message
+//	ChangeFeed       events per account
+//	Mutator          flags, copy, move, expunge
 //	Appender         APPEND, MULTIAPPEND, Sent copies
-//	Deliverer        one message to many local mailboxes     delivery
-//	Searcher         IMAP SEARCH from the index  imapd, webmail
-//	Lister           webmail list pages and folder counters  webmail
-//	OutboundQueue    the outbound queue          queue, admin, CLI
-//	DeliveryLog      what happened to each message  deliverylog, admin
+//	Deliverer        one message to many local mailboxes
+//	Searcher         IMAP SEARCH from the index
+//	Lister           webmail list pages and folder counters
+//	OutboundQueue    the outbound queue
+//	DeliveryLog      what happened to each message
 //	Statistics       counts for status and metrics
 //	Preferences      per-account documents of a program (webmail settings)
-//	Sessions         logged-in browsers          websession (webmail, admin)
+//	Sessions         logged-in browsers of the webmail and the web admin
 //	SpamModels       the classifier's models and the junk-training ledger
 //	Secrets          installation-wide keys made once (SRS)
 //	MTASTSPolicies   the policy each local domain publishes (RFC 8461)
+//
+// Who takes which:
+//
+//	auth         DirectoryReader Credentials
+//	directory    DirectoryReader
+//	dkim         SigningKeys
+//	delivery     DirectoryReader Quotas Deliverer; Secrets (LoadSRSSecret)
+//	queue        OutboundQueue BlobReader
+//	submission   DirectoryReader MailboxReader Appender
+//	imapd        MailboxReader MailboxWriter MessageReader HeaderReader
+//	             BlobReader ChangeFeed Mutator Appender Searcher Quotas
+//	pop3d        MailboxReader MessageReader BlobReader Mutator
+//	webmail      DirectoryReader Credentials MailboxReader MailboxWriter
+//	             MessageReader BlobReader ChangeFeed Mutator Appender
+//	             Searcher Lister Preferences Sessions
+//	websession   Sessions
+//	admin        DirectoryReader DirectoryWriter Credentials AccountAdmin
+//	             OutboundQueue BlobReader DeliveryLog Statistics Sessions
+//	spam         SpamModels (filter, junk learner); DirectoryReader
+//	             MailboxReader HeaderReader ChangeFeed (sender reputation)
+//	mailimport   DirectoryReader MailboxReader MailboxWriter MessageReader
+//	             BlobReader Appender
+//	mailexport   DirectoryReader MailboxReader MessageReader BlobReader
+//	deliverylog  DeliveryLog (LogDelivery, PruneDeliveryLog)
+//	metrics      Statistics
+//	upgrade      Preferences SpamModels Secrets MTASTSPolicies
+//	server       MTASTSPolicies (the policy's HTTP handler)
 //
 // Store embeds them all; only wiring takes it (internal/server, the
 // command line, storetest).

@@ -111,12 +111,8 @@ func (u *upgrader) moveAway(name string) error {
 	if err != nil {
 		return fmt.Errorf("move %s away: %w", name, err)
 	}
-	if err := syncDir(u.away); err != nil {
-		return err
-	}
-	if err := syncDir(u.dir); err != nil {
-		return err
-	}
+	// Not fsynced: a move lost in a crash is made again by the next Run,
+	// which finds the items in the store already.
 	u.log.Info("moved into the store; the old files are kept", "what", name, "kept", filepath.Join(u.away, name))
 	return nil
 }
@@ -292,18 +288,6 @@ func (u *upgrader) mtaSTS(ctx context.Context, dir string) error {
 		if err := u.stored(p, err); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -164,3 +164,22 @@ func TestCrossOrigin(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	st, err := sqlite.Open(b.TempDir(), sqlite.Options{Logger: slog.New(slog.DiscardHandler), CollectInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	st.AddDomain(ctx, "example.com")
+	st.AddAccount(ctx, "a@example.com", "h")
+	ss := New(st, "webmail", time.Hour, 10)
+	s, _ := ss.Create(ctx, 1, "a@example.com", time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		if g, err := ss.Get(ctx, s.ID, time.Now()); err != nil || g == nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session, maxPerAccou
 func (s *Store) Session(ctx context.Context, app, id string, now time.Time) (store.Session, error) {
 	ss := store.Session{App: app, ID: id}
 	var created, lastSeen, expires int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT s.account_id, a.address, s.csrf, s.created, s.last_seen, s.expires
+	err := s.readRow(ctx, `SELECT s.account_id, a.address, s.csrf, s.created, s.last_seen, s.expires
 		FROM sessions s JOIN accounts a ON a.id = s.account_id
 		WHERE s.app = ? AND s.id = ? AND s.expires > ?`, app, id, now.UnixMilli()).
 		Scan(&ss.AccountID, &ss.Address, &ss.CSRF, &created, &lastSeen, &expires)

@@ -16,7 +16,7 @@ import (
 func (s *Store) SpamModel(ctx context.Context, accountID int64) ([]byte, int64, error) {
 	var data []byte
 	var version int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT data, version FROM spam_models WHERE account_id = ?", accountID).Scan(&data, &version)
+	err := s.readRow(ctx, "SELECT data, version FROM spam_models WHERE account_id = ?", accountID).Scan(&data, &version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
 	}
@@ -29,7 +29,7 @@ func (s *Store) SpamModel(ctx context.Context, accountID int64) ([]byte, int64, 
 // SpamModelVersion returns a stored model's version (0: none).
 func (s *Store) SpamModelVersion(ctx context.Context, accountID int64) (int64, error) {
 	var version int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT version FROM spam_models WHERE account_id = ?", accountID).Scan(&version)
+	err := s.readRow(ctx, "SELECT version FROM spam_models WHERE account_id = ?", accountID).Scan(&version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -85,7 +85,7 @@ func (s *Store) SaveSpamModel(ctx context.Context, accountID int64, data []byte,
 
 // JunkTrained reports how an account's copy of a blob was trained.
 func (s *Store) JunkTrained(ctx context.Context, accountID, blobID int64) (spam, ok bool, err error) {
-	err = s.rdb.QueryRowContext(ctx, "SELECT spam FROM junk_ledger WHERE blob_id = ? AND account_id = ?", blobID, accountID).Scan(&spam)
+	err = s.readRow(ctx, "SELECT spam FROM junk_ledger WHERE blob_id = ? AND account_id = ?", blobID, accountID).Scan(&spam)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, false, nil
 	}

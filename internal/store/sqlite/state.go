@@ -15,7 +15,7 @@ import (
 func (s *Store) Preferences(ctx context.Context, accountID int64, app string) ([]byte, int64, error) {
 	var doc []byte
 	var version int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT doc, version FROM prefs WHERE account_id = ? AND app = ?",
+	err := s.readRow(ctx, "SELECT doc, version FROM prefs WHERE account_id = ? AND app = ?",
 		accountID, app).Scan(&doc, &version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, nil
@@ -93,7 +93,7 @@ func (s *Store) Secret(ctx context.Context, name string, fresh []byte) ([]byte, 
 		return nil, fmt.Errorf("secret %q: %w", name, store.ErrInvalid)
 	}
 	var v []byte
-	err := s.rdb.QueryRowContext(ctx, "SELECT value FROM secrets WHERE name = ?", name).Scan(&v)
+	err := s.readRow(ctx, "SELECT value FROM secrets WHERE name = ?", name).Scan(&v)
 	if err == nil {
 		return v, nil
 	}
@@ -144,7 +144,7 @@ func (s *Store) MTASTSPolicy(ctx context.Context, domain string) (string, error)
 		return "", err
 	}
 	var p string
-	err = s.rdb.QueryRowContext(ctx, "SELECT p.policy FROM mta_sts p JOIN domains d ON d.id = p.domain_id WHERE d.name = ?", d).Scan(&p)
+	err = s.readRow(ctx, "SELECT p.policy FROM mta_sts p JOIN domains d ON d.id = p.domain_id WHERE d.name = ?", d).Scan(&p)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("MTA-STS policy of %q: %w", d, store.ErrNotFound)
 	}
