@@ -143,11 +143,35 @@
 // DirectoryVersion, spam models are reloaded when SpamModelVersion moves,
 // the webmail's caches are keyed by the HIGHESTMODSEQ it reads on every
 // page), connection limits, and the count of live-update streams per
-// session. Still per
-// node, and to be moved behind store roles before a second node runs
-// (issue 29, item 6): the failed-login rate limits and lockouts
-// (internal/auth) and the cache of remote MTA-STS policies
-// (internal/queue).
+// session. Still per node, and to be moved behind store roles before a
+// second node runs (issue 29, item 6): the failed-login rate limits and
+// lockouts (internal/auth: a role of counters with a window, incremented
+// in one statement, as ClaimQuotaNotice claims), the cache of remote
+// MTA-STS policies (internal/queue; RFC 8461 §5.1 wants it kept across
+// restarts too), and the ACME account and certificates (DATA/tls/acme:
+// each node would otherwise order its own).
+//
+// # Implementing the state roles
+//
+// The state roles are defined so that a database without SQLite's single
+// writer keeps their meaning with plain SQL (and store/postgres will):
+//
+//   - a compare-and-swap is an UPDATE … WHERE version = the caller's,
+//     version + 1, that must touch one row (else ErrModified), or an INSERT
+//     that must not find the row (ifVersion 0): INSERT … ON CONFLICT DO
+//     NOTHING and a count of the rows inserted;
+//   - Secret is INSERT … ON CONFLICT DO NOTHING followed by a SELECT in the
+//     same transaction;
+//   - CreateSession's pruning and bound and its insert are one transaction
+//     (the bound may be exceeded by concurrent logins of one account,
+//     never by more than their number);
+//   - junk ledger entries are recorded only for a blob that exists, in
+//     SaveSpamModel's transaction, and deleted with their blob and their
+//     account (a foreign key with ON DELETE CASCADE does both where the
+//     blob's row is deleted, as the collector does);
+//   - times are kept to the millisecond; Session compares Expires with
+//     the caller's now, so nodes need clocks within seconds of each other
+//     (they do for TLS and DKIM anyway).
 //
 // # Identifiers and errors
 //

@@ -9,7 +9,11 @@
 // it, so that a copy of the database (a backup) holds no session anyone
 // could take over. A use of a session moves its expiry forward with a
 // write at most once per touchEvery; the expiry is therefore up to that
-// much earlier than an idle time of exactly the TTL.
+// much earlier than an idle time of exactly the TTL. A session read from
+// the store is used again for recheck without reading it (a page and its
+// frames come together); so a session ended through another node still
+// opens pages here for at most that long, while one ended here ends at
+// once.
 package websession
 
 import (
@@ -50,17 +54,33 @@ type Store struct {
 	max int
 
 	mu      sync.Mutex
-	streams map[string]int // open long-lived streams per session key, on this node
+	streams map[string]int     // open long-lived streams per session key, on this node
+	recent  map[string]checked // sessions read from the store lately, by key
 }
 
-// touchEvery is how often at most a use of a session is written.
-const touchEvery = time.Minute
+// checked is a session as the store had it, and when that was read.
+type checked struct {
+	s        Session
+	lastSeen time.Time
+	expires  time.Time
+	read     time.Time
+}
+
+const (
+	// touchEvery is how often at most a use of a session is written.
+	touchEvery = time.Minute
+	// recheck is how long a session read from the store is used again
+	// without reading it.
+	recheck = time.Second
+	// maxRecent bounds the sessions kept for recheck.
+	maxRecent = 10000
+)
 
 // New returns the session table of app: sessions expire after ttl without
 // use, and an account keeps at most maxPerAccount of them (a new login
 // ends the least recently used beyond).
 func New(st store.Sessions, app string, ttl time.Duration, maxPerAccount int) *Store {
-	return &Store{st: st, app: app, ttl: ttl, max: maxPerAccount, streams: map[string]int{}}
+	return &Store{st: st, app: app, ttl: ttl, max: maxPerAccount, streams: map[string]int{}, recent: map[string]checked{}}
 }
 
 // Token returns 32 bytes from crypto/rand, base64url encoded.
@@ -102,18 +122,37 @@ func (ss *Store) Get(ctx context.Context, id string, now time.Time) (*Session, e
 		return nil, nil
 	}
 	k := key(id)
-	st, err := ss.st.Session(ctx, ss.app, k, now)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+	ss.mu.Lock()
+	c, ok := ss.recent[k]
+	ss.mu.Unlock()
+	if !ok || now.Sub(c.read) >= recheck || now.Sub(c.read) < 0 || !now.Before(c.expires) {
+		st, err := ss.st.Session(ctx, ss.app, k, now)
+		if errors.Is(err, store.ErrNotFound) {
+			ss.mu.Lock()
+			delete(ss.recent, k)
+			ss.mu.Unlock()
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("websession: %w", err)
+		}
+		c = checked{s: Session{ID: id, AccountID: st.AccountID, Address: st.Address, CSRF: st.CSRF, Created: st.Created, key: k},
+			lastSeen: st.LastSeen, expires: st.Expires, read: now}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("websession: %w", err)
-	}
-	if now.Sub(st.LastSeen) >= touchEvery {
+	if now.Sub(c.lastSeen) >= touchEvery {
 		// A failed touch is tried again by the next use.
-		_ = ss.st.TouchSession(ctx, ss.app, k, now, now.Add(ss.ttl))
+		if ss.st.TouchSession(ctx, ss.app, k, now, now.Add(ss.ttl)) == nil {
+			c.lastSeen, c.expires = now, now.Add(ss.ttl)
+		}
 	}
-	return &Session{ID: id, AccountID: st.AccountID, Address: st.Address, CSRF: st.CSRF, Created: st.Created, key: k}, nil
+	ss.mu.Lock()
+	if len(ss.recent) >= maxRecent {
+		clear(ss.recent)
+	}
+	ss.recent[k] = c
+	ss.mu.Unlock()
+	s := c.s
+	return &s, nil
 }
 
 // Alive reports whether the session still exists and has not expired,
@@ -134,7 +173,11 @@ func (ss *Store) Delete(ctx context.Context, id string) error {
 	if id == "" {
 		return nil
 	}
-	if err := ss.st.DeleteSession(ctx, ss.app, key(id)); err != nil {
+	k := key(id)
+	ss.mu.Lock()
+	delete(ss.recent, k)
+	ss.mu.Unlock()
+	if err := ss.st.DeleteSession(ctx, ss.app, k); err != nil {
 		return fmt.Errorf("websession: delete: %w", err)
 	}
 	return nil
@@ -147,6 +190,13 @@ func (ss *Store) DeleteAccount(ctx context.Context, accountID int64, keep *Sessi
 	if keep != nil {
 		k = keep.key
 	}
+	ss.mu.Lock()
+	for key, c := range ss.recent {
+		if c.s.AccountID == accountID && key != k {
+			delete(ss.recent, key)
+		}
+	}
+	ss.mu.Unlock()
 	if err := ss.st.DeleteAccountSessions(ctx, ss.app, accountID, k); err != nil {
 		return fmt.Errorf("websession: delete sessions of account %d: %w", accountID, err)
 	}

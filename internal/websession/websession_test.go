@@ -165,6 +165,55 @@ func TestCrossOrigin(t *testing.T) {
 	}
 }
 
+// TestRecheck: a session read from the store is used again for recheck;
+// one ended through another table (another node) opens pages for at most
+// that long, one ended through this table at once.
+func TestRecheck(t *testing.T) {
+	ctx := context.Background()
+	st := testStore(t)
+	now := time.Now()
+	here, there := New(st, "webmail", time.Hour, 10), New(st, "webmail", time.Hour, 10)
+	a, _ := here.Create(ctx, 1, "a@example.com", now)
+	b, _ := here.Create(ctx, 1, "a@example.com", now)
+	for _, s := range []*Session{a, b} {
+		if g, err := here.Get(ctx, s.ID, now); err != nil || g == nil {
+			t.Fatalf("Get: %+v, %v", g, err)
+		}
+	}
+	if err := there.Delete(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := here.Get(ctx, a.ID, now.Add(recheck/2)); g == nil {
+		t.Fatal("a session read just now was read again (or not kept)")
+	}
+	if g, _ := here.Get(ctx, a.ID, now.Add(recheck)); g != nil {
+		t.Fatal("a session ended through another table still opens pages after recheck")
+	}
+	if err := here.Delete(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := here.Get(ctx, b.ID, now.Add(recheck/2)); g != nil {
+		t.Fatal("a session ended through this table opened a page")
+	}
+	// A password change here ends the account's other sessions here at once.
+	c, _ := here.Create(ctx, 2, "b@example.com", now)
+	d, _ := here.Create(ctx, 2, "b@example.com", now)
+	here.Get(ctx, c.ID, now)
+	here.Get(ctx, d.ID, now)
+	if err := here.DeleteAccount(ctx, 2, d); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := here.Get(ctx, c.ID, now.Add(recheck/2)); g != nil {
+		t.Fatal("DeleteAccount left a session open here")
+	}
+	if g, _ := here.Get(ctx, d.ID, now.Add(recheck/2)); g == nil {
+		t.Fatal("DeleteAccount ended the kept session")
+	}
+}
+
+// BenchmarkGet is a request's session check: "store" reads the session
+// every time (a request more than recheck after the last), "recent" within
+// recheck of the last read.
 func BenchmarkGet(b *testing.B) {
 	ctx := context.Background()
 	st, err := sqlite.Open(b.TempDir(), sqlite.Options{Logger: slog.New(slog.DiscardHandler), CollectInterval: -1})
@@ -174,12 +223,25 @@ func BenchmarkGet(b *testing.B) {
 	defer st.Close()
 	st.AddDomain(ctx, "example.com")
 	st.AddAccount(ctx, "a@example.com", "h")
-	ss := New(st, "webmail", time.Hour, 10)
-	s, _ := ss.Create(ctx, 1, "a@example.com", time.Now())
-	b.ReportAllocs()
-	for b.Loop() {
-		if g, err := ss.Get(ctx, s.ID, time.Now()); err != nil || g == nil {
-			b.Fatal(err)
-		}
+	ss := New(st, "webmail", 24*time.Hour, 10)
+	now := time.Now()
+	s, err := ss.Create(ctx, 1, "a@example.com", now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		step time.Duration
+	}{{"store", recheck}, {"recent", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			at := now
+			for b.Loop() {
+				at = at.Add(c.step)
+				if g, err := ss.Get(ctx, s.ID, at); err != nil || g == nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
