@@ -136,13 +136,14 @@
 // node that dies mid-delivery leaves entries that become due again),
 // quotas and their notices, the delivery log, preferences, sessions (a
 // browser logged in through one node is logged in on all; logging out or a
-// password change ends the session everywhere), spam models and the junk
-// ledger, secrets and MTA-STS policies. Each node also keeps state of its
-// own, by design: caches derived from the store, which a node refreshes
-// when the store says they changed (the directory view polls
-// DirectoryVersion, spam models are reloaded when SpamModelVersion moves,
-// the webmail's caches are keyed by the HIGHESTMODSEQ it reads on every
-// page), connection limits, and the count of live-update streams per
+// password change ends the session everywhere, on other nodes within the
+// second for which internal/websession reuses a session it read), spam
+// models and the junk ledger, secrets and MTA-STS policies. Each node also
+// keeps state of its own, by design: caches derived from the store, which
+// a node refreshes when the store says they changed (the directory view
+// polls DirectoryVersion, spam models are reloaded when SpamModelVersion
+// moves, the webmail's caches are keyed by the HIGHESTMODSEQ it reads on
+// every page), connection limits, and the count of live-update streams per
 // session. Still per node, and to be moved behind store roles before a
 // second node runs (issue 29, item 6): the failed-login rate limits and
 // lockouts (internal/auth: a role of counters with a window, incremented
