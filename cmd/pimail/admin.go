@@ -339,8 +339,14 @@ func cmdAlias(args []string) error {
 	})
 }
 
+// accountWriter is what creating accounts and setting passwords need.
+type accountWriter interface {
+	store.DirectoryWriter
+	store.Credentials
+}
+
 // addAccount creates an account with its password credentials.
-func addAccount(ctx context.Context, st store.Store, address, pw string) error {
+func addAccount(ctx context.Context, st accountWriter, address, pw string) error {
 	hash, err := password.Hash(pw)
 	if err != nil {
 		return err
@@ -355,7 +361,7 @@ func addAccount(ctx context.Context, st store.Store, address, pw string) error {
 }
 
 // setPassword replaces an account's password credentials.
-func setPassword(ctx context.Context, st store.Store, address, pw string) error {
+func setPassword(ctx context.Context, st store.Credentials, address, pw string) error {
 	hash, err := password.Hash(pw)
 	if err != nil {
 		return err
@@ -368,7 +374,7 @@ func setPassword(ctx context.Context, st store.Store, address, pw string) error 
 
 // setSCRAM stores the SCRAM-SHA-256 keys (RFC 7677) beside the argon2id
 // hash, so submission can offer SCRAM without knowing the password.
-func setSCRAM(ctx context.Context, st store.Store, address, pw string) error {
+func setSCRAM(ctx context.Context, st store.Credentials, address, pw string) error {
 	keys, err := password.SCRAMKeys(pw)
 	if err != nil {
 		return err

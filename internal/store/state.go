@@ -49,7 +49,7 @@ type Session struct {
 
 // Sessions keeps logged-in browsers, so that a login survives a restart
 // and holds on every node. Sessions are removed with their account.
-// Times are kept to the second at least.
+// Times are kept to the millisecond.
 type Sessions interface {
 	// CreateSession stores s. In the same transaction it removes the
 	// sessions of every account that expired before s.Created and, when
