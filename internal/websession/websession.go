@@ -174,10 +174,13 @@ func (ss *Store) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	k := key(id)
+	err := ss.st.DeleteSession(ctx, ss.app, k)
+	// After the store's delete: a Get that read the session before it
+	// must not keep it.
 	ss.mu.Lock()
 	delete(ss.recent, k)
 	ss.mu.Unlock()
-	if err := ss.st.DeleteSession(ctx, ss.app, k); err != nil {
+	if err != nil {
 		return fmt.Errorf("websession: delete: %w", err)
 	}
 	return nil
@@ -190,6 +193,7 @@ func (ss *Store) DeleteAccount(ctx context.Context, accountID int64, keep *Sessi
 	if keep != nil {
 		k = keep.key
 	}
+	err := ss.st.DeleteAccountSessions(ctx, ss.app, accountID, k)
 	ss.mu.Lock()
 	for key, c := range ss.recent {
 		if c.s.AccountID == accountID && key != k {
@@ -197,7 +201,7 @@ func (ss *Store) DeleteAccount(ctx context.Context, accountID int64, keep *Sessi
 		}
 	}
 	ss.mu.Unlock()
-	if err := ss.st.DeleteAccountSessions(ctx, ss.app, accountID, k); err != nil {
+	if err != nil {
 		return fmt.Errorf("websession: delete sessions of account %d: %w", accountID, err)
 	}
 	return nil
