@@ -77,6 +77,7 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		{name: "pop3s", addr: cfg.Listen.POP3S, srv: parts.pop3, tls: true},
 		{name: "http", addr: cfg.Listen.HTTP, srv: parts.http},
 		{name: "https", addr: cfg.Listen.HTTPS, srv: parts.https, tls: true},
+		{name: "managesieve", addr: cfg.Listen.ManageSieve, srv: parts.managesieve},
 	}
 	defer func() {
 		for _, l := range lns {

@@ -58,13 +58,16 @@
 //	SpamModels       the classifier's models and the junk-training ledger
 //	Secrets          installation-wide keys made once (SRS)
 //	MTASTSPolicies   the policy each local domain publishes (RFC 8461)
+//	Sieve            users' Sieve scripts and vacation records (RFC 5228)
 //
 // Who takes which:
 //
 //	auth         DirectoryReader Credentials
 //	directory    DirectoryReader
 //	dkim         SigningKeys
-//	delivery     DirectoryReader Quotas Deliverer; Secrets (LoadSRSSecret)
+//	delivery     DirectoryReader Quotas MailboxReader Deliverer; Secrets
+//	             (LoadSRSSecret); Sieve (WithSieve)
+//	managesieve  Sieve
 //	queue        OutboundQueue BlobReader
 //	submission   DirectoryReader MailboxReader Appender
 //	imapd        MailboxReader MailboxWriter MessageReader HeaderReader
@@ -72,10 +75,12 @@
 //	pop3d        MailboxReader MessageReader BlobReader Mutator
 //	webmail      DirectoryReader Credentials MailboxReader MailboxWriter
 //	             MessageReader BlobReader ChangeFeed Mutator Appender
-//	             Searcher Lister Preferences Sessions
+//	             Searcher Lister Preferences Sessions; some of Sieve (the
+//	             filter pages)
 //	websession   Sessions
 //	admin        DirectoryReader DirectoryWriter Credentials AccountAdmin
-//	             OutboundQueue BlobReader DeliveryLog Statistics Sessions
+//	             OutboundQueue BlobReader DeliveryLog Statistics Sessions;
+//	             some of Sieve (the scripts' page and reset)
 //	spam         SpamModels (filter, junk learner); DirectoryReader
 //	             MailboxReader HeaderReader ChangeFeed (sender reputation)
 //	mailimport   DirectoryReader MailboxReader MailboxWriter MessageReader
@@ -138,12 +143,14 @@
 // browser logged in through one node is logged in on all; logging out or a
 // password change ends the session everywhere, on other nodes within the
 // second for which internal/websession reuses a session it read), spam
-// models and the junk ledger, secrets and MTA-STS policies. Each node also
-// keeps state of its own, by design: caches derived from the store, which
-// a node refreshes when the store says they changed (the directory view
-// polls DirectoryVersion, spam models are reloaded when SpamModelVersion
-// moves, the webmail's caches are keyed by the HIGHESTMODSEQ it reads on
-// every page), connection limits, and the count of live-update streams per
+// models and the junk ledger, Sieve scripts and vacation records (a
+// vacation reply goes once per sender and period, whichever node
+// delivers), secrets and MTA-STS policies. Each node also keeps state of
+// its own, by design: caches derived from the store, which a node
+// refreshes when the store says they changed (the directory view polls
+// DirectoryVersion, spam models are reloaded when SpamModelVersion moves,
+// the webmail's caches are keyed by the HIGHESTMODSEQ it reads on every
+// page), connection limits, and the count of live-update streams per
 // session. Still per node, and to be moved behind store roles before a
 // second node runs (issue 29, item 6): the failed-login rate limits and
 // lockouts (internal/auth: a role of counters with a window, incremented

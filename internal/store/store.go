@@ -260,6 +260,7 @@ type Store interface {
 	SpamModels
 	Secrets
 	MTASTSPolicies
+	Sieve
 
 	Close() error
 }

@@ -4,7 +4,7 @@
 // preferences, spam models and the junk-training ledger, the SRS secret
 // and the MTA-STS policies. All of it now lives in the store (package
 // store's doc, "Everything is in the store"), in the tables the schema
-// migration of store/sqlite (version 11) made for it. Run copies what it
+// migration of store/sqlite (version 12) made for it. Run copies what it
 // finds into the store, then moves the files out of the way, into
 // DATA/backup/files-<time>/, beside the database snapshot that migration
 // took, so that the old state stays whole for a downgrade.

@@ -11,7 +11,7 @@ import (
 )
 
 // Browser sessions of the webmail and the web admin (store.Sessions,
-// schema version 11). Lookups are one primary-key read; touches are
+// schema version 12). Lookups are one primary-key read; touches are
 // relaxed writes (writer.go), and the websession package makes at most
 // one a minute per session.
 

@@ -10,7 +10,7 @@ import (
 )
 
 // The spam filter's models and junk ledger (store.SpamModels, schema
-// version 11).
+// version 12).
 
 // SpamModel returns a stored model and its version.
 func (s *Store) SpamModel(ctx context.Context, accountID int64) ([]byte, int64, error) {

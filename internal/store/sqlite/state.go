@@ -9,7 +9,7 @@ import (
 	"pimail/internal/store"
 )
 
-// Preferences, secrets and MTA-STS policies (schema version 11).
+// Preferences, secrets and MTA-STS policies (schema version 12).
 
 // Preferences returns an account's document of app (store.Preferences).
 func (s *Store) Preferences(ctx context.Context, accountID int64, app string) ([]byte, int64, error) {
