@@ -51,17 +51,18 @@ var (
 // §4.5.3.1.3 limits a path to 256 octets).
 const maxUsernameLen = 320
 
-// Accounts is what the Authenticator reads from the store.
-type Accounts interface {
-	Account(ctx context.Context, address string) (store.Account, error)
-	SCRAM(ctx context.Context, address string) (store.SCRAMCredentials, error)
+// Store is what authentication reads: accounts with their password
+// hashes, and SCRAM credentials.
+type Store interface {
+	store.DirectoryReader
+	store.Credentials
 }
 
 // Authenticator verifies user names and passwords. It is safe for
 // concurrent use; one instance serves every protocol, so that failures
 // count across them.
 type Authenticator struct {
-	st    Accounts
+	st    Store
 	log   *slog.Logger
 	gate  *throttle
 	cache *cache // nil: off
@@ -73,13 +74,13 @@ type Authenticator struct {
 }
 
 // New returns an Authenticator with DefaultLimits.
-func New(st Accounts, logger *slog.Logger) *Authenticator {
+func New(st Store, logger *slog.Logger) *Authenticator {
 	return NewWithLimits(st, logger, DefaultLimits)
 }
 
 // NewWithLimits returns an Authenticator with the given limits; zero
 // fields take the default.
-func NewWithLimits(st Accounts, logger *slog.Logger, l Limits) *Authenticator {
+func NewWithLimits(st Store, logger *slog.Logger, l Limits) *Authenticator {
 	if logger == nil {
 		logger = slog.Default()
 	}

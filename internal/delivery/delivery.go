@@ -84,9 +84,19 @@ type Envelope struct {
 	Authenticated bool
 }
 
+// Store is what the pipeline needs of the store: accounts (for quota
+// notices), their usage, their mailboxes (for Sieve's fileinto), and the
+// delivery itself.
+type Store interface {
+	store.DirectoryReader
+	store.Quotas
+	store.MailboxReader
+	store.Deliverer
+}
+
 // Pipeline delivers received messages into the store.
 type Pipeline struct {
-	st     store.Store
+	st     Store
 	dir    *directory.View
 	logger *slog.Logger
 	now    func() time.Time
@@ -100,8 +110,9 @@ type Pipeline struct {
 	quotaPermanent bool
 	// fwd sends mail on to remote alias targets (the outbound queue),
 	// with envelope senders rewritten by srs; see WithForwarding.
-	fwd Forwarder
-	srs *SRS
+	fwd    Forwarder
+	srs    *SRS
+	sealer Sealer // ARC for forwarded mail; see WithARC
 	// sieve runs the users' Sieve scripts; see WithSieve.
 	sieve *sieveStep
 }
@@ -114,7 +125,7 @@ func (p *Pipeline) WithDeliveryLog(l *deliverylog.Logger) *Pipeline {
 }
 
 // New returns a pipeline that resolves recipients with dir and stores into st.
-func New(st store.Store, dir *directory.View, logger *slog.Logger) *Pipeline {
+func New(st Store, dir *directory.View, logger *slog.Logger) *Pipeline {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -204,6 +215,9 @@ func (p *Pipeline) DeliverMessage(ctx context.Context, env Envelope, m *Message)
 		}
 	}
 	received := m.Bytes() // what forwarding sends on
+	if err := checkHeaderFields(log, env, received); err != nil {
+		return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+	}
 	m.Prepend(returnPath(env.MailFrom))
 
 	// Step 4: parse once; the store keeps the result beside the message.
@@ -226,7 +240,7 @@ func (p *Pipeline) DeliverMessage(ctx context.Context, env Envelope, m *Message)
 	// are stored: should storing fail, the sender's retry may duplicate
 	// the forwarded copy, but nothing is lost.
 	if len(tgt.remote) > 0 {
-		if err := p.forward(ctx, log, env, tgt, received); err != nil {
+		if err := p.forward(ctx, log, env, tgt, received, authRes); err != nil {
 			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 		}
 		if len(tgt.accounts) == 0 {
@@ -311,6 +325,19 @@ func (p *Pipeline) DeliverMessage(ctx context.Context, env Envelope, m *Message)
 	return delivered, nil
 }
 
+// checkHeaderFields refuses a header over the toolkit's limit rather
+// than have any reader see part of it: below the limit the filters, the
+// index, IMAP and the webmail read every field. It runs after sender
+// authentication, which reads every field whatever their number, so a
+// forgery gets DMARC's refusal, not this one (RFC 3463 X.6.0).
+func checkHeaderFields(log *slog.Logger, env Envelope, raw []byte) error {
+	if message.CountFields(raw, message.MaxHeaderFields) <= message.MaxHeaderFields {
+		return nil
+	}
+	log.Info("message refused: too many header fields", "from", env.MailFrom, "ip", env.RemoteIP)
+	return errHeaderFields
+}
+
 // resolve expands the envelope recipients to local accounts and remote
 // targets, each once. Recipients that no longer resolve are logged and
 // skipped: the directory is the truth at delivery time.
@@ -336,7 +363,7 @@ func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
 		}
 		for _, addr := range r.Remote {
 			if t.fwdDomain == "" {
-				t.fwdDomain = domainOf(rcpt)
+				t.fwdDomain = message.DomainOf(rcpt)
 			}
 			if !seenRemote[addr] {
 				seenRemote[addr] = true

@@ -145,9 +145,16 @@ type LocalDeliverer interface {
 	Deliver(ctx context.Context, env delivery.Envelope, raw []byte) ([]store.Delivered, error)
 }
 
+// Store is what the queue needs of the store: the queue itself and the
+// queued messages' bytes.
+type Store interface {
+	store.OutboundQueue
+	store.BlobReader
+}
+
 // Deps are the queue's collaborators.
 type Deps struct {
-	Store    store.Store
+	Store    Store
 	Dir      *directory.View // which domains are local (DKIM signing, DSN routing)
 	Local    LocalDeliverer  // delivers DSNs to local senders
 	Resolver dnsresolver.Resolver
@@ -160,7 +167,7 @@ type Deps struct {
 // Queue is the outbound queue. It is safe for concurrent use.
 type Queue struct {
 	cfg   Config
-	st    store.Store
+	st    Store
 	dir   *directory.View
 	local LocalDeliverer
 	dns   dnsresolver.Resolver
@@ -281,26 +288,6 @@ func (q *Queue) run(ctx context.Context) {
 		}
 		q.pool.expire()
 	}
-}
-
-// domainOf returns the lower-cased domain of an address ("" without @).
-func domainOf(addr string) string {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == '@' {
-			return toLowerASCII(addr[i+1:])
-		}
-	}
-	return ""
-}
-
-func toLowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // backoff is the wait after the n-th failed attempt: RetryInitial doubled

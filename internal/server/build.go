@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pimail/internal/admin"
+	"pimail/internal/arc"
 	"pimail/internal/auth"
 	"pimail/internal/autoconfig"
 	"pimail/internal/av"
@@ -33,6 +34,7 @@ import (
 	"pimail/internal/sieve"
 	"pimail/internal/smtpserver"
 	"pimail/internal/spam"
+	"pimail/internal/store"
 	"pimail/internal/webmail"
 )
 
@@ -74,12 +76,12 @@ func (p *parts) close() {
 
 // build constructs every component from the configuration: the directory
 // view (started), the delivery pipeline with its filters, and the servers.
-func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config, acmeHTTP http.Handler, logger *slog.Logger) (*parts, error) {
+func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.Config, acmeHTTP http.Handler, logger *slog.Logger) (*parts, error) {
 	dir := directory.New(st, logger)
 	if err := dir.Start(ctx); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
-	filters, err := newFilters(cfg, logger)
+	filters, err := newFilters(cfg, st, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -113,16 +115,17 @@ func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config
 	}
 	// One instance: failed logins count across protocols.
 	authn := auth.NewWithLimits(st, logger, loginLimits(cfg.Login))
+	signer := dkim.NewSigner(st, logger)
 	if p.queue, err = queue.New(queueConfig(cfg), queue.Deps{
 		Store: st, Dir: dir, Local: pipe, Resolver: res,
-		Signer: dkim.NewSigner(st, logger),
+		Signer: signer,
 		Logger: logger, DeliveryLog: p.dlog,
 	}); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	// Alias forwarding to remote targets goes through the queue, with
-	// SRS senders whose secret lives in the data directory.
-	srsSecret, err := delivery.LoadSRSSecret(cfg.Data)
+	// SRS senders whose secret the store keeps.
+	srsSecret, err := delivery.LoadSRSSecret(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +133,9 @@ func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config
 	if err != nil {
 		return nil, err
 	}
-	pipe.WithForwarding(p.queue, srs)
+	// Forwarded mail that was authenticated here is ARC-sealed with the
+	// alias domain's DKIM key (RFC 8617).
+	pipe.WithForwarding(p.queue, srs).WithARC(arc.NewSealer(signer))
 	p.queue.Start()
 	spool := filepath.Join(cfg.Data, "spool")
 	if err := os.MkdirAll(spool, 0o700); err != nil {
@@ -255,11 +260,10 @@ func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config
 		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
 		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data,
 			DeliveryLog: p.dlog, Sieve: st}, st, authn, logger))
-		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(filepath.Join(cfg.Data, "mta-sts")))
+		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(st, logger))
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,
 			SecureCookies: secure,
-			DataDir:       cfg.Data,
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
 			Outbound:      p.queue, // built above, never nil here
 			Junk:          webJunk,
@@ -289,11 +293,11 @@ func port(addr string) int {
 }
 
 // newFilters builds the content filters of the delivery pipeline.
-func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error) {
+func newFilters(cfg config.Config, st store.SpamModels, logger *slog.Logger) (delivery.Filters, error) {
 	var f delivery.Filters
 	if cfg.Spam.Enabled {
 		sf, err := spam.New(spam.Config{
-			Dir:             filepath.Join(cfg.Data, "spam"),
+			Store:           st,
 			JunkThreshold:   cfg.Spam.JunkThreshold,
 			RejectThreshold: cfg.Spam.RejectThreshold,
 			NoReject:        cfg.Spam.NoReject,

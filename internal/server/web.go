@@ -1,40 +1,46 @@
 package server
 
 import (
+	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"pimail/internal/autoconfig"
 	"pimail/internal/metrics"
+	"pimail/internal/store"
 )
 
 // mtaSTSPolicy serves the MTA-STS policy (RFC 8461 §3.2) of the domain
-// named by the request's host, mta-sts.DOMAIN, from DIR/DOMAIN.txt as
-// `pimail quickstart` writes it.
-func mtaSTSPolicy(dir string) http.Handler {
+// named by the request's host, mta-sts.DOMAIN, as the store keeps it
+// (`pimail quickstart` and `pimail domain mta-sts` set it).
+func mtaSTSPolicy(st store.MTASTSPolicies, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := strings.ToLower(r.Host)
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 		domain, ok := strings.CutPrefix(host, "mta-sts.")
-		if !ok || domain == "" || strings.ContainsAny(domain, "/\\") || strings.HasPrefix(domain, ".") {
+		if !ok || domain == "" {
 			http.NotFound(w, r)
 			return
 		}
-		policy, err := os.ReadFile(filepath.Join(dir, domain+".txt"))
+		policy, err := st.MTASTSPolicy(r.Context(), domain)
 		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid) {
+				logger.Error("MTA-STS policy", "domain", domain, "err", err)
+				http.Error(w, "the policy cannot be read now", http.StatusServiceUnavailable)
+				return
+			}
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
-		w.Write(policy)
+		io.WriteString(w, policy)
 	})
 }
 

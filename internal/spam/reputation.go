@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/publicsuffix"
-
 	"pimail/internal/message"
 	"pimail/internal/store"
 )
@@ -126,7 +124,7 @@ const (
 // it is older than MaxAge. Reputation never waits for a scan: until the
 // summary is built it has no opinion. Safe for concurrent use.
 type Reputation struct {
-	st     store.Store
+	st     ReputationStore
 	cfg    ReputationConfig
 	seed   maphash.Seed
 	ctx    context.Context
@@ -157,9 +155,18 @@ type repSummary struct {
 	built   time.Time
 }
 
+// ReputationStore is what Reputation reads: accounts, their mailboxes,
+// the envelopes of their messages, and the change feed.
+type ReputationStore interface {
+	store.DirectoryReader
+	store.MailboxReader
+	store.HeaderReader
+	store.ChangeFeed
+}
+
 // NewReputation returns a reputation source reading st. Close stops its
 // background work.
-func NewReputation(st store.Store, cfg ReputationConfig) *Reputation {
+func NewReputation(st ReputationStore, cfg ReputationConfig) *Reputation {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Reputation{st: st, cfg: cfg, seed: maphash.MakeSeed(), ctx: ctx, cancel: cancel,
@@ -351,12 +358,6 @@ func (r *Reputation) relevant(a *repAccount, ev store.Event) refresh {
 	return refreshNone
 }
 
-// envelopeFetcher is the narrow read of envelopes that store/sqlite
-// offers beside Fetch (the IMAP server uses it for FETCH ENVELOPE).
-type envelopeFetcher interface {
-	FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error)
-}
-
 // tally counts what one address did in the account's mail.
 type tally struct {
 	kept, junk    uint32
@@ -481,13 +482,7 @@ func (r *Reputation) envelopes(ctx context.Context, mb store.Mailbox) ([]store.M
 		start = mb.UIDNext - n
 	}
 	uids := store.UIDSet{{Start: start, Stop: 0}}
-	var metas []store.MessageMeta
-	var err error
-	if ef, ok := r.st.(envelopeFetcher); ok {
-		metas, err = ef.FetchEnvelopes(ctx, mb.ID, uids)
-	} else {
-		metas, err = r.st.Fetch(ctx, mb.ID, uids, store.FetchOptions{Parsed: true})
-	}
+	metas, err := r.st.FetchEnvelopes(ctx, mb.ID, uids)
 	if err != nil {
 		return nil, fmt.Errorf("envelopes of mailbox %q: %w", mb.Name, err)
 	}
@@ -517,17 +512,15 @@ func normAddr(s string) string {
 	return s
 }
 
-func addrDomain(addr string) string {
-	return addr[strings.LastIndexByte(addr, '@')+1:]
-}
-
-// orgDomain is the organizational domain (RFC 7489 §3.2), as DMARC's
-// relaxed alignment compares them.
-func orgDomain(d string) string {
-	if org, err := publicsuffix.EffectiveTLDPlusOne(d); err == nil {
-		return org
+// orgDomainOf is the organizational domain (RFC 7489 §3.2) of an
+// address's domain in A-labels, as DMARC's relaxed alignment compares
+// them (package message).
+func orgDomainOf(addr string) string {
+	d := message.DomainOf(addr)
+	if a, ok := message.ASCIIDomain(d); ok {
+		d = a
 	}
-	return d
+	return message.OrgDomain(d)
 }
 
 // reputationHit asks the reputation source about the message's senders
@@ -554,10 +547,10 @@ func reputationHit(ctx context.Context, src ReputationSource, id int64, in *Inpu
 	spfPass := in.SPF == "pass" && env != ""
 	if from := a.parsed.Envelope.From; len(from) > 0 && from[0].Mailbox != "" && from[0].Host != "" {
 		if addr := normAddr(from[0].Mailbox + "@" + from[0].Host); addr != "" {
-			org := orgDomain(addrDomain(addr))
-			auth := in.DMARC == "pass" || (spfPass && org == orgDomain(addrDomain(env)))
+			org := orgDomainOf(addr)
+			auth := in.DMARC == "pass" || (spfPass && org == orgDomainOf(env))
 			for _, d := range in.DKIMPass {
-				auth = auth || orgDomain(strings.ToLower(strings.TrimSuffix(d, "."))) == org
+				auth = auth || message.OrgDomain(d) == org
 			}
 			ids = append(ids, ident{addr, auth})
 		}
