@@ -223,7 +223,7 @@ func scanAccount(sc interface{ Scan(...any) error }) (store.Account, error) {
 
 func (s *Store) Account(ctx context.Context, address string) (store.Account, error) {
 	addr := strings.ToLower(strings.TrimSpace(address))
-	a, err := scanAccount(s.rdb.QueryRowContext(ctx, "SELECT "+accountCols+" FROM accounts WHERE address = ?", addr))
+	a, err := scanAccount(s.readRow(ctx, "SELECT "+accountCols+" FROM accounts WHERE address = ?", addr))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Account{}, fmt.Errorf("account %q: %w", addr, store.ErrNotFound)
 	}

@@ -46,7 +46,7 @@ func (s *Store) SetSCRAM(ctx context.Context, address string, c store.SCRAMCrede
 func (s *Store) SCRAM(ctx context.Context, address string) (store.SCRAMCredentials, error) {
 	addr := strings.ToLower(strings.TrimSpace(address))
 	var c store.SCRAMCredentials
-	err := s.rdb.QueryRowContext(ctx, `SELECT c.salt, c.iterations, c.stored_key, c.server_key
+	err := s.readRow(ctx, `SELECT c.salt, c.iterations, c.stored_key, c.server_key
 		FROM scram c JOIN accounts a ON a.id = c.account_id
 		WHERE a.address = ? AND a.password_hash = c.password_hash`, addr).
 		Scan(&c.Salt, &c.Iterations, &c.StoredKey, &c.ServerKey)
