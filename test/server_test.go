@@ -56,6 +56,7 @@ func NewServer(t *testing.T, config string) *Server {
 			t.Fatal(err)
 		}
 	}
+	runTool(t, time.Minute, "", nil, pimailBin, "init", "--data", s.Data)
 	s.Admin("domain", "add", testDomain)
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(s.cleanup)

@@ -34,7 +34,7 @@ func subcommands(noun string, verbs map[string]func(dataDir string, args []strin
 		return usagef("unknown verb %q", args[0])
 	}
 	fs := newFlags(noun+" "+args[0], argsUsage[args[0]], "")
-	data := fs.String("data", defaultDataDir(), "data directory")
+	data := addDataFlags(fs)
 	var pw *string
 	var pwStdin *bool
 	if noun == "account" && (args[0] == "add" || args[0] == "passwd") {
@@ -52,7 +52,11 @@ func subcommands(noun string, verbs map[string]func(dataDir string, args []strin
 		}
 		pos = append(pos, p) // the verb takes the password as its last argument
 	}
-	return verb(*data, pos)
+	dir, err := data.dir()
+	if err != nil {
+		return err
+	}
+	return verb(dir, pos)
 }
 
 func readPassword(flagValue string, fromStdin bool) (string, error) {
@@ -74,9 +78,10 @@ func readPassword(flagValue string, fromStdin bool) (string, error) {
 	return flagValue, nil
 }
 
-// withStore opens the store, runs f, and closes the store.
+// withStore opens the store of an existing data directory, runs f, and
+// closes the store.
 func withStore(dataDir string, f func(ctx context.Context, st store.Store) error) error {
-	st, err := openStore(dataDir, true)
+	st, err := openStore(dataDir)
 	if err != nil {
 		return err
 	}

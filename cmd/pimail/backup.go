@@ -29,7 +29,7 @@ transaction, every message file it references (hard-linked when OUTDIR is
 on the same file system, else copied and checked), spam models, TLS files,
 webmail preferences and import journals. The full-text index is not
 copied; it is rebuilt at start. See docs/upgrading.md.`)
-	data := fs.String("data", defaultDataDir(), "data directory")
+	data := addDataFlags(fs)
 	copyFiles := fs.Bool("copy", false, "copy message files even where hard links are possible")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -38,7 +38,11 @@ copied; it is rebuilt at start. See docs/upgrading.md.`)
 	if len(pos) != 1 {
 		return usagef("want exactly one OUTDIR")
 	}
-	st, err := openStore(*data, true)
+	dir, err := data.dir()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(dir)
 	if err != nil {
 		return err
 	}
@@ -93,7 +97,7 @@ func cmdVerify(args []string) error {
 database's integrity, every message file against its SHA-256 name and
 size, every reference count against the rows. Files without a row
 (orphans) are listed; the server removes them. Exit status 1 on damage.`)
-	data := fs.String("data", defaultDataDir(), "data directory or backup directory")
+	data := addDataFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -101,9 +105,13 @@ size, every reference count against the rows. Files without a row
 	if len(pos) != 0 {
 		return usagef("unexpected arguments %q", pos)
 	}
+	dir, err := data.dir()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	rep, err := sqlite.VerifyDir(ctx, *data)
+	rep, err := sqlite.VerifyDir(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -118,9 +126,9 @@ size, every reference count against the rows. Files without a row
 		fmt.Printf("ORPHAN  %s (no database row; collected by the server after a grace period)\n", o)
 	}
 	fmt.Printf("%s: %d messages in %d files (%d bytes), %d queued, %d awaiting collection, %d orphans, %d problems\n",
-		*data, rep.MailRows, rep.Blobs, rep.BlobBytes, rep.QueueRows, rep.Pending, len(rep.Orphans), len(rep.Problems))
+		dir, rep.MailRows, rep.Blobs, rep.BlobBytes, rep.QueueRows, rep.Pending, len(rep.Orphans), len(rep.Problems))
 	if rep.Damaged() {
-		return fmt.Errorf("%d problems found in %s", len(rep.Problems), *data)
+		return fmt.Errorf("%d problems found in %s", len(rep.Problems), dir)
 	}
 	return nil
 }

@@ -138,11 +138,12 @@ func quickstart(o quickstartOpts) error {
 	var notes []string
 	var records []dkim.Record
 	pwSet := false
-	err = withStore(o.data, func(ctx context.Context, st store.Store) error {
-		var err error
-		notes, records, pwSet, err = setupDomain(ctx, st, o, pw)
+	st, err := createStore(o.data)
+	if err != nil {
 		return err
-	})
+	}
+	notes, records, pwSet, err = setupDomain(context.Background(), st, o, pw)
+	st.Close()
 	if err != nil {
 		return err
 	}

@@ -167,7 +167,7 @@ pimail is running on localhost.
 // can print it.
 func ensureLocalAccount(dir string) (string, error) {
 	pwPath := filepath.Join(dir, localPwFile)
-	st, err := openStore(dir, true)
+	st, err := createStore(dir)
 	if err != nil {
 		return "", err
 	}

@@ -47,7 +47,7 @@ func accountID(data, address string) (int64, error) {
 	if address == "" {
 		return spam.BaseAccount, nil
 	}
-	st, err := openStore(data, true)
+	st, err := openStore(data)
 	if err != nil {
 		return 0, err
 	}
@@ -61,7 +61,7 @@ func accountID(data, address string) (int64, error) {
 
 func spamTrain(args []string) error {
 	fset := newFlags("spam train", "--spam SOURCE --ham SOURCE", "Train the base model (default) or an account's model; the server picks the change up within 30 s.")
-	data := fset.String("data", defaultDataDir(), "data directory")
+	df := addDataFlags(fset)
 	account := fset.String("account", "", "train this account's model instead of the base model")
 	base := fset.Bool("base", false, "train the shared base model (the default)")
 	untrain := fset.Bool("untrain", false, "remove the messages from the model instead of adding them")
@@ -80,11 +80,15 @@ func spamTrain(args []string) error {
 	if *spamSrc == "" && *hamSrc == "" {
 		return usagef("give --spam and/or --ham")
 	}
-	id, err := accountID(*data, *account)
+	data, err := df.dir()
 	if err != nil {
 		return err
 	}
-	f, err := spam.New(spam.Config{Dir: spamDir(*data), ReloadInterval: -1, Logger: quietLogger()})
+	id, err := accountID(data, *account)
+	if err != nil {
+		return err
+	}
+	f, err := spam.New(spam.Config{Dir: spamDir(data), ReloadInterval: -1, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}
@@ -130,7 +134,7 @@ func spamTrain(args []string) error {
 
 func spamCheck(args []string) error {
 	fset := newFlags("spam check", "FILE", "Score one message as the server would and print the score and reasons.")
-	data := fset.String("data", defaultDataDir(), "data directory")
+	df := addDataFlags(fset)
 	account := fset.String("account", "", "score for this account (base model plus its own)")
 	pos, err := parse(fset, args)
 	if err != nil {
@@ -143,11 +147,15 @@ func spamCheck(args []string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	id, err := accountID(*data, *account)
+	data, err := df.dir()
 	if err != nil {
 		return err
 	}
-	f, err := spam.New(spam.Config{Dir: spamDir(*data), ReloadInterval: -1, Logger: quietLogger()})
+	id, err := accountID(data, *account)
+	if err != nil {
+		return err
+	}
+	f, err := spam.New(spam.Config{Dir: spamDir(data), ReloadInterval: -1, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}
