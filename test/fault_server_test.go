@@ -33,10 +33,11 @@ type Listeners struct {
 	HTTP        string
 	IMAPS       string
 	POP3S       string // implicit TLS (995)
+	HTTPS       string
 }
 
 // withListeners picks free loopback ports for the listeners named
-// ("submission", "submissions", "pop3", "pop3s", "http", "imaps").
+// ("submission", "submissions", "pop3", "pop3s", "http", "https", "imaps").
 func withListeners(t *testing.T, names ...string) Listeners {
 	t.Helper()
 	var l Listeners
@@ -50,6 +51,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 			l.POP3 = freeAddr(t)
 		case "http":
 			l.HTTP = freeAddr(t)
+		case "https":
+			l.HTTPS = freeAddr(t)
 		case "imaps":
 			l.IMAPS = freeAddr(t)
 		case "pop3s":

@@ -31,6 +31,10 @@ type Server struct {
 	SMTP   string // host:port
 	IMAP   string // host:port
 	Config string // path of a config file, or ""
+	// Hostname is given to serve as --hostname; "" means test.local.
+	Hostname string
+	// Env is added to the environment of pimail serve.
+	Env []string
 
 	proc *serverProc
 }
@@ -103,15 +107,22 @@ func (s *Server) StartWith(l Listeners) {
 	if s.proc != nil {
 		s.t.Fatal("server already running")
 	}
-	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
+	host := s.Hostname
+	if host == "" {
+		host = testDomain
+	}
+	args := []string{"serve", "--data", s.Data, "--hostname", host,
 		"--smtp", s.SMTP, "--imap", s.IMAP,
 		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
-		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", ""}
+		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", l.HTTPS}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}
 	p := &serverProc{log: newLogWriter(), exited: make(chan struct{})}
 	p.cmd = exec.Command(pimailBin, args...)
+	if len(s.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), s.Env...)
+	}
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {
