@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # The project's test command (README: "bash test/all.sh"); CI runs it too.
+# It needs nothing beside the repository: the tests run on the generated
+# corpus in testdata/corpus.
 #
 # Installs the client tools the tests drive (Debian's isync, mutt, swaks,
 # offlineimap3, clamav-daemon for the real-clamd test, chromium for the
-# webmail browser test, postfix for the interop test) when they are
-# missing, then: gofmt check, go vet, CGO-free builds for amd64, arm64 and
-# armv7 (the Raspberry Pi targets), the unit tests, and the black-box
-# tests in test/, which start the real binary.
-# Exits non-zero if any step fails; the go test steps all run regardless,
-# so one report shows every failure.
+# webmail browser test, postfix for the interop test, pebble for the ACME
+# test) when they are missing, then: gofmt check, go vet, CGO-free builds
+# for amd64, arm64 and armv7 (the Raspberry Pi targets), the unit tests,
+# the black-box tests in test/ (which start the binary built here), and
+# every fuzz target for a few seconds. It ends with the count of passed,
+# failed and skipped tests (each skip with its reason) and the wall time.
+# Exits non-zero if any step fails, a test fails or a skip gives no reason;
+# the go test steps all run regardless, so one report shows every failure.
 #
-# Environment: PIMAIL_TEST_SKIP_CLIENTS=1 skips installing the client tools
-# and makes the tests that need them skip (quick local runs only).
+# Environment:
+#   PIMAIL_TEST_SKIP_CLIENTS=1  do not install the client tools; the tests
+#                               that need them skip (quick local runs only)
+#   PIMAIL_FUZZTIME=4s          time per fuzz target (test/fuzz.sh alone
+#                               for long runs)
+#   PIMAIL_TEST_TIMEOUT=15m     bound per test binary
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -32,6 +40,7 @@ install_clients() {
 	command -v clamd >/dev/null 2>&1 || [[ -x /usr/sbin/clamd ]] || missing+=(clamav-daemon)
 	command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 	command -v offlineimap >/dev/null 2>&1 || missing+=(offlineimap3)
+	command -v pebble >/dev/null 2>&1 || missing+=(pebble)
 	[[ -x /usr/sbin/postfix ]] || missing+=(postfix)
 	if ((${#missing[@]} == 0)); then
 		echo "client tools present"
@@ -49,8 +58,10 @@ install_clients() {
 	# Postfix is only a test peer (interop tests run their own instance
 	# with its own configuration): no system configuration, no service.
 	echo "postfix postfix/main_mailer_type select No configuration" | "${sudo[@]}" debconf-set-selections
-	"${sudo[@]}" apt-get update -qq
-	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Wait for another apt-get (a second checkout's run) instead of failing.
+	local apt=("${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600)
+	"${apt[@]}" update -qq
+	"${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 step "client tools"
@@ -67,36 +78,53 @@ fi
 step "go vet"
 go vet ./...
 
-bindir=$(mktemp -d)
-trap 'rm -rf "$bindir"' EXIT
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 for target in amd64 arm64 arm/7; do
 	arch=${target%/*}
 	arm=""
 	[[ $target == */* ]] && arm=${target#*/}
 	step "build GOARCH=$arch${arm:+ GOARM=$arm} CGO_ENABLED=0"
 	CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=$arm go build ./...
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=$arm go build -o "$bindir/pimail-$arch" ./cmd/pimail
-	ls -l "$bindir/pimail-$arch" | awk '{print $5 " bytes  " $NF}'
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=$arm go build -o "$work/pimail-$arch" ./cmd/pimail
+	ls -l "$work/pimail-$arch" | awk '{print $5 " bytes  " $NF}'
 done
+go build -o "$work/report" ./test/report
 
 status=0
+# One line per package, every failure in full, every skip with its reason.
+gotest() {
+	local name=$1
+	shift
+	go test -json -count=1 -timeout "$TEST_TIMEOUT" "$@" | tee "$work/$name.json" | "$work/report" || status=1
+}
+
 step "unit tests"
 mapfile -t unit < <(go list ./... | grep -v '^pimail/test$')
-go test -count=1 -timeout "$TEST_TIMEOUT" "${unit[@]}" || status=1
+gotest unit "${unit[@]}"
 
-# Alone, so that timing checks (IDLE within 1 s) do not compete with the
-# unit tests for the CPU.
+# Alone, so that the timing checks (IDLE within 1 s, floods) do not
+# compete with the unit tests for the CPU; inside, the tests that measure
+# no time run in parallel (t.Parallel).
 step "black-box tests"
-go test -count=1 -timeout "$TEST_TIMEOUT" ./test/ || status=1
+PIMAIL_BIN="$work/pimail-amd64" gotest blackbox -parallel 4 ./test/
 
 # Every fuzz target for a few seconds (crashers found earlier run as
-# regression cases in the unit tests above).
+# regression cases in the unit tests above). Longer: bash test/fuzz.sh.
 step "fuzz targets"
-PIMAIL_FUZZTIME=${PIMAIL_FUZZTIME:-4s} bash test/fuzz.sh || status=1
+fuzz=0
+PIMAIL_FUZZTIME=${PIMAIL_FUZZTIME:-4s} bash test/fuzz.sh || fuzz=1
 
-step "done"
+step "summary"
+"$work/report" -summary "$work/unit.json" "$work/blackbox.json" || status=1
+if ((fuzz != 0)); then
+	echo "FAIL: a fuzz target found a failing input (see above)"
+	status=1
+fi
+elapsed=$((SECONDS - start))
+printf 'wall time: %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60))
 if ((status != 0)); then
-	echo "FAIL: see the go test output above"
+	echo "FAIL: see the output above"
 else
 	echo "all checks passed"
 fi

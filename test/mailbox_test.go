@@ -120,6 +120,7 @@ func appendInteropIDs(msgs, more [][]byte) [][]byte {
 // by the corpus generator, not by a reader): the count, and each message's
 // date, size (without mboxrd quoting, LF line endings) and Message-ID.
 func TestMboxReader(t *testing.T) {
+	t.Parallel()
 	msgs, dates := mboxEntries(t, "1k")
 	index, err := os.ReadFile(filepath.Join(corpusDir(t), "mailbox", "mailbox-1k.index.tsv"))
 	if err != nil {

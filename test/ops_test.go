@@ -22,6 +22,7 @@ import (
 // `pimail check dns`: all pass; without the DMARC record the check fails
 // and says what is missing. The printed password logs in.
 func TestQuickstartAndCheckDNS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data, cfg := filepath.Join(dir, "data"), filepath.Join(dir, "etc", "pimail.toml")
 	const domain, host = "ops.example", "mx1.ops.example"
@@ -137,6 +138,7 @@ const (
 // there, intact, and `pimail verify` passes on the live data, the backup
 // and the restored copy.
 func TestBackupDuringDelivery(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	users := srv.AddAccounts("ops")
 	srv.Start()

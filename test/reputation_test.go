@@ -25,6 +25,7 @@ import (
 // j@remote.test, whose earlier mail is in Junk, it scores 3 more
 // (REPUTATION_JUNKED).
 func TestSpamSenderReputation(t *testing.T) {
+	t.Parallel()
 	zone := startTestDNS(t)
 	zone.add(t, `
 remote.test. 300 IN TXT "v=spf1 ip4:127.0.0.0/8 -all"

@@ -15,6 +15,7 @@ import (
 // mailbox back with a different client and checks each message is
 // byte-identical apart from the trace fields the server prepends.
 func TestDeliveryRoundTrip(t *testing.T) {
+	t.Parallel()
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "")
 	users := srv.AddAccounts("alice", "bob", "carol", "dave", "erin")

@@ -507,6 +507,7 @@ func searchCriteria() []refCrit {
 // the brute-force scan, right after the messages are APPENDed (index
 // possibly behind) and again after a restart.
 func TestSearchBruteForce(t *testing.T) {
+	t.Parallel()
 	size := "1k"
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("search")[0]

@@ -9,6 +9,7 @@ import (
 // it is stored once: one new copy (a file or a row of blob_data) of about
 // the message's size, while all 15 mailboxes show it.
 func TestSingleCopy(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	locals := make([]string, 15)
 	for i := range locals {

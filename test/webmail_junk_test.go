@@ -19,6 +19,7 @@ import (
 // `pimail spam check` for that account: the account's classifier learned
 // from the clicks (as it does from IMAP moves into and out of Junk).
 func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("junkclicker")[0]
 	l := withListeners(t, "http")
