@@ -394,6 +394,9 @@ func (c Config) Validate() error {
 const exampleExtras = `
 # Keys without a default, as examples:
 #
+# [tls]
+#   acme_hosts = ["mail.example.org", "mta-sts.example.org"]  # ACME names (default: hostname)
+#
 # [dns]                        # resolvers to ask instead of /etc/resolv.conf
 #   servers = ["127.0.0.1:53"]
 #
