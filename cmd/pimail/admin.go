@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -178,10 +179,19 @@ func cmdAccount(args []string) error {
 				return err
 			}
 			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				aliases, err := st.Aliases(ctx)
+				if err != nil {
+					return err
+				}
 				if err := st.RemoveAccount(ctx, a); err != nil {
 					return fmt.Errorf("remove account %s: %w", a, err)
 				}
 				fmt.Printf("account %s removed with all its mail\n", a)
+				for _, al := range aliases {
+					if slices.Contains(al.Targets, a) {
+						fmt.Printf("  and from the alias %s\n", al.Address)
+					}
+				}
 				return nil
 			})
 		},

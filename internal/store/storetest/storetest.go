@@ -72,6 +72,8 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"SCRAM", testSCRAM},
 		{"DKIMKeys", testDKIMKeys},
 		{"Queue", testQueue},
+		{"QueueIDsNotReused", testQueueIDsNotReused},
+		{"RemoveAccountLeavesAliases", testRemoveAccountLeavesAliases},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
