@@ -240,8 +240,8 @@ func generatePassword() (string, error) {
 	return b.String(), nil
 }
 
-// publicAddrs returns the global unicast, non-private addresses of the
-// machine's interfaces (none behind NAT: then --ip is needed).
+// publicAddrs returns the addresses of the machine's interfaces that can
+// be published (none behind NAT: then --ip is needed).
 func publicAddrs() []netip.Addr {
 	ifAddrs, err := net.InterfaceAddrs()
 	if err != nil {
@@ -253,12 +253,41 @@ func publicAddrs() []netip.Addr {
 		if err != nil {
 			continue
 		}
-		ip := pfx.Addr().Unmap()
-		if ip.IsGlobalUnicast() && !ip.IsPrivate() && !ip.IsLoopback() {
+		if ip := pfx.Addr().Unmap(); publishable(ip) {
 			out = append(out, ip)
 		}
 	}
 	return out
+}
+
+// notPublic are the special-purpose ranges (RFC 6890 and the IANA
+// registries) that netip's predicates let through as global unicast: an
+// address there on an interface is no one's public address.
+var notPublic = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space, carrier NAT (RFC 6598)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890)
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation, TEST-NET-1 (RFC 5737)
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation, TEST-NET-2 (RFC 5737)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation, TEST-NET-3 (RFC 5737)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved (RFC 1112)
+	netip.MustParsePrefix("100::/64"),        // discard only (RFC 6666)
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments (RFC 2928)
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation (RFC 3849)
+}
+
+// publishable reports whether ip may be published as the server's address
+// in A/AAAA and PTR records.
+func publishable(ip netip.Addr) bool {
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() {
+		return false
+	}
+	for _, p := range notPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
 }
 
 // letsEncrypt is the directory of Let's Encrypt's production CA.
