@@ -118,7 +118,7 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, code int, m
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "login", map[string]any{"CSRF": tok, "Error": msg, "Host": s.cfg.Hostname}); err != nil {
-		s.log.Error("render login", "err", err)
+		s.logError(r, "render login", "err", err)
 	}
 }
 
@@ -143,7 +143,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, r, http.StatusUnauthorized, "Wrong address or password.")
 		return
 	case err != nil:
-		s.log.Error("login", "err", err)
+		s.logError(r, "login", "err", err)
 		s.renderLogin(w, r, http.StatusInternalServerError, "Login is not possible right now.")
 		return
 	}

@@ -40,7 +40,7 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, sess *se
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "settings", settingsData{view: v, DisplayName: p.DisplayName, Signature: p.Signature, RemoteSenders: p.RemoteSenders}); err != nil {
-		s.log.Error("render settings", "err", err)
+		s.logError(r, "render settings", "err", err)
 	}
 }
 
