@@ -59,7 +59,7 @@ copied; it is rebuilt at start. See docs/upgrading.md.`)
 	}
 	fmt.Printf("backup of %s written to %s in %s\n", m.Source, pos[0], m.Duration)
 	fmt.Printf("  database      %d bytes\n", m.DBBytes)
-	fmt.Printf("  messages      %d files, %d bytes (%s)\n", m.Blobs, m.BlobBytes, how)
+	fmt.Printf("  messages      %d contents, %d bytes (those kept as files %s)\n", m.Blobs, m.BlobBytes, how)
 	fmt.Printf("  other files   %d (spam models, TLS, webmail preferences, import journals)\n", m.AuxFiles)
 	if m.Attempts > 1 {
 		fmt.Printf("  attempts      %d (messages were expunged while copying; locked: %v)\n", m.Attempts, m.Locked)
@@ -125,7 +125,7 @@ size, every reference count against the rows. Files without a row
 		}
 		fmt.Printf("ORPHAN  %s (no database row; collected by the server after a grace period)\n", o)
 	}
-	fmt.Printf("%s: %d messages in %d files (%d bytes), %d queued, %d awaiting collection, %d orphans, %d problems\n",
+	fmt.Printf("%s: %d messages, %d distinct contents (%d bytes), %d queued, %d awaiting collection, %d orphans, %d problems\n",
 		dir, rep.MailRows, rep.Blobs, rep.BlobBytes, rep.QueueRows, rep.Pending, len(rep.Orphans), len(rep.Problems))
 	if rep.Damaged() {
 		return fmt.Errorf("%d problems found in %s", len(rep.Problems), dir)

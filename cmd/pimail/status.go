@@ -75,7 +75,9 @@ func printStoreStatus(ctx context.Context, dir string) error {
 	fmt.Fprintf(w, "domains\t%d\n", len(doms))
 	fmt.Fprintf(w, "accounts\t%d\n", s.Accounts)
 	fmt.Fprintf(w, "messages\t%d\n", s.Messages)
-	fmt.Fprintf(w, "message files (blobs)\t%d\n", s.Blobs)
+	// A content is stored once however many mailboxes hold it, small ones
+	// in the database, the others as files.
+	fmt.Fprintf(w, "message contents\t%d (each stored once)\n", s.Blobs)
 	fmt.Fprintf(w, "message bytes\t%d (%.1f MiB)\n", s.BlobBytes, float64(s.BlobBytes)/(1<<20))
 	fmt.Fprintf(w, "outbound queue\t%d\n", len(q))
 	return w.Flush()
