@@ -2,8 +2,8 @@
 // is optional and has a safe default, plus command-line overrides.
 //
 // Unknown keys are an error, so a typo never silently falls back to a
-// default. docs/configuration.md lists every key; Example() prints a complete
-// file with the defaults.
+// default. docs/admin.md ("Configuration") lists every key; Example() prints a
+// complete file with the defaults.
 package config
 
 import (
