@@ -76,6 +76,7 @@ func (s *remoteSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	s.rcpts = append(s.rcpts, strings.ToLower(to))
 	return nil
 }
+
 // Release ends the hold: held messages are counted (the sender may be
 // gone by then, as after a crash between its data and the reply) and no
 // more are held.
