@@ -66,17 +66,6 @@ func (m *remoteMX) counts() (map[string]int, int) {
 	return c, m.n
 }
 
-type remoteSession struct {
-	m     *remoteMX
-	rcpts []string
-}
-
-func (s *remoteSession) Mail(string, *smtp.MailOptions) error { s.rcpts = nil; return nil }
-func (s *remoteSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.rcpts = append(s.rcpts, strings.ToLower(to))
-	return nil
-}
-
 // Release ends the hold: held messages are counted (the sender may be
 // gone by then, as after a crash between its data and the reply) and no
 // more are held.
@@ -92,6 +81,17 @@ func (m *remoteMX) heldCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.held
+}
+
+type remoteSession struct {
+	m     *remoteMX
+	rcpts []string
+}
+
+func (s *remoteSession) Mail(string, *smtp.MailOptions) error { s.rcpts = nil; return nil }
+func (s *remoteSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.rcpts = append(s.rcpts, strings.ToLower(to))
+	return nil
 }
 
 func (s *remoteSession) Data(r io.Reader) error {
