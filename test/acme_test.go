@@ -1,17 +1,11 @@
 package blackbox
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -31,7 +25,7 @@ import (
 // pimail under test: HTTP-01 on httpPort, TLS-ALPN-01 on tlsPort.
 type pebble struct {
 	dir    string // the ACME directory URL
-	caFile string // the CA of pebble's own HTTPS API, for SSL_CERT_FILE
+	caFile string // the certificate of pebble's own HTTPS API, for SSL_CERT_FILE
 	mgmt   string // pebble's management address (issuing roots)
 	api    *http.Client
 }
@@ -43,12 +37,13 @@ func startPebble(t *testing.T, httpPort, tlsPort string, validity time.Duration)
 	pebbleBin := requireTool(t, "pebble")
 	challBin := requireTool(t, "pebble-challtestsrv")
 	dir := t.TempDir()
-	caPEM, certPEM, keyPEM := apiCertificate(t)
-	p := &pebble{caFile: filepath.Join(dir, "ca.pem")}
-	for name, b := range map[string][]byte{"ca.pem": caPEM, "cert.pem": certPEM, "key.pem": keyPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	// pebble's own HTTPS API, at localhost: a self-signed certificate,
+	// which is its own CA for the clients (pimail through SSL_CERT_FILE).
+	p := &pebble{caFile: filepath.Join(dir, "api.pem")}
+	writeTestCert(t, filepath.Join(dir, "api.key"), p.caFile, "localhost")
+	caPEM, err := os.ReadFile(p.caFile)
+	if err != nil {
+		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
@@ -58,13 +53,14 @@ func startPebble(t *testing.T, httpPort, tlsPort string, validity time.Duration)
 	startDaemon(t, "pebble-challtestsrv", nil, challBin, "-dns01", dns, "-http01", "", "-https01", "",
 		"-tlsalpn01", "", "-management", freeAddr(t), "-defaultIPv4", "127.0.0.1", "-defaultIPv6", "")
 
-	listen := freeAddr(t)
+	_, listenPort, _ := net.SplitHostPort(freeAddr(t))
+	listen := "localhost:" + listenPort
 	p.mgmt = freeAddr(t)
 	hp, _ := strconv.Atoi(httpPort)
 	tp, _ := strconv.Atoi(tlsPort)
 	conf, _ := json.Marshal(map[string]any{"pebble": map[string]any{
 		"listenAddress": listen, "managementListenAddress": p.mgmt,
-		"certificate": filepath.Join(dir, "cert.pem"), "privateKey": filepath.Join(dir, "key.pem"),
+		"certificate": p.caFile, "privateKey": filepath.Join(dir, "api.key"),
 		"httpPort": hp, "tlsPort": tp, "ocspResponderURL": "", "externalAccountBindingRequired": false,
 		"certificateValidityPeriod": int(validity.Seconds()),
 	}})
@@ -97,7 +93,8 @@ func startPebble(t *testing.T, httpPort, tlsPort string, validity time.Duration)
 // anew at each start of pebble).
 func (p *pebble) roots(t *testing.T) *x509.CertPool {
 	t.Helper()
-	resp, err := p.api.Get("https://" + p.mgmt + "/roots/0")
+	_, port, _ := net.SplitHostPort(p.mgmt)
+	resp, err := p.api.Get("https://localhost:" + port + "/roots/0")
 	if err != nil {
 		t.Fatalf("pebble root: %v", err)
 	}
@@ -131,46 +128,6 @@ func startDaemon(t *testing.T, name string, env []string, bin string, args ...st
 			t.Logf("%s log (tail):\n%s", name, log.tail(6000))
 		}
 	})
-}
-
-// apiCertificate makes a CA and a certificate for 127.0.0.1 signed by it,
-// for pebble's HTTPS API.
-func apiCertificate(t *testing.T) (caPEM, certPEM, keyPEM []byte) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pimail test CA for pebble's API"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 }
 
 // servedCert connects to addr with TLS for name, verifying the chain
