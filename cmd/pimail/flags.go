@@ -78,7 +78,7 @@ func requireDataDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "pimail.db")); err != nil {
 		abs, _ := filepath.Abs(dir)
 		return fmt.Errorf("%s is not a pimail data directory (%v); give --data DIR or --config FILE "+
-			"(pimail serve, localserve and quickstart create one)", abs, errors.Unwrap(err))
+			"(pimail serve, localserve and quickstart create one, pimail init an empty one)", abs, errors.Unwrap(err))
 	}
 	return nil
 }
