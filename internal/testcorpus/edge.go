@@ -10,12 +10,13 @@ type edgeCase struct {
 	raw  []byte
 }
 
-// edgeCases returns malformed and unusual messages, each kind in three
+// edgeCases returns malformed and unusual messages, each kind in four
 // variants (different identifiers, and where it matters sizes), so that
-// samples of the folder find many of them.
+// samples of the folder find many of them (the black-box tests take 100
+// that SMTP can carry).
 func edgeCases() []edgeCase {
 	var out []edgeCase
-	for v := range 3 {
+	for v := range 4 {
 		for _, k := range edgeKinds {
 			out = append(out, edgeCase{fmt.Sprintf("%s-%d", k.name, v+1), []byte(k.make(v))})
 		}
@@ -112,7 +113,7 @@ var edgeKinds = []struct {
 	{"missing-fields", func(v int) string { return fmt.Sprintf("X-Only: %d\n\nno From, no Date, no Message-ID\n", v) }},
 	{"odd-dates", func(v int) string {
 		dates := []string{"yesterday", "32 Feb 2020 25:61:00 +9999", "Mon, 7 Mar 22 10:00 EST", "Tue, 8 Mar 2022 10:00:00 GMT+2", "8 Mar 2022 10:00:00", "Tuesday, 08-Mar-2022 10:00:00 UT"}
-		return fmt.Sprintf("From: d@example.org\nDate: %s\nResent-Date: %s\nSubject: odd date %d\nMessage-ID: <date-%d@example.org>\n\nbody\n", dates[v], dates[v+3], v, v)
+		return fmt.Sprintf("From: d@example.org\nDate: %s\nResent-Date: %s\nSubject: odd date %d\nMessage-ID: <date-%d@example.org>\n\nbody\n", dates[v%len(dates)], dates[(v+3)%len(dates)], v, v)
 	}},
 	{"odd-addresses", func(v int) string {
 		return "From: \"Quoted, Name\" <\"odd local\"@example.org>\n" +
