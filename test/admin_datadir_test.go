@@ -58,3 +58,15 @@ func TestAdminNeedsDataDir(t *testing.T) {
 		t.Errorf("domain list with PIMAIL_CONFIG: %q", out)
 	}
 }
+
+// TestAccountPasswdHelp: `account passwd --help` lists the ways to give
+// the password (issue 24 found them missing).
+func TestAccountPasswdHelp(t *testing.T) {
+	t.Parallel()
+	out := string(runTool(t, time.Minute, "", nil, pimailBin, "account", "passwd", "--help"))
+	for _, want := range []string{"-password string", "-password-stdin", "-data", "-config"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("account passwd --help lacks %s:\n%s", want, out)
+		}
+	}
+}
