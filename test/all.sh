@@ -5,12 +5,13 @@
 #
 # Installs the client tools the tests drive (Debian's isync, mutt, swaks,
 # offlineimap3, clamav-daemon for the real-clamd test, chromium for the
-# webmail browser test, postfix for the interop test, pebble for the ACME
-# test) when they are missing, then: gofmt check, go vet, CGO-free builds
-# for amd64, arm64 and armv7 (the Raspberry Pi targets), the unit tests,
-# the black-box tests in test/ (which start the binary built here), and
-# every fuzz target for a few seconds. It ends with the count of passed,
-# failed and skipped tests (each skip with its reason) and the wall time.
+# webmail browser test, postfix for the interop test, sieve-connect for
+# the ManageSieve test, pebble for the ACME test) when they are missing,
+# then: gofmt check, go vet, CGO-free builds for amd64, arm64 and armv7
+# (the Raspberry Pi targets), the unit tests, the black-box tests in test/
+# (which start the binary built here), and every fuzz target for a few
+# seconds. It ends with the count of passed, failed and skipped tests (each
+# skip with its reason) and the wall time.
 # Exits non-zero if any step fails, a test fails or a skip gives no reason;
 # the go test steps all run regardless, so one report shows every failure.
 #
@@ -42,6 +43,7 @@ install_clients() {
 	command -v offlineimap >/dev/null 2>&1 || missing+=(offlineimap3)
 	command -v pebble >/dev/null 2>&1 || missing+=(pebble)
 	[[ -x /usr/sbin/postfix ]] || missing+=(postfix)
+	command -v sieve-connect >/dev/null 2>&1 || missing+=(sieve-connect)
 	if ((${#missing[@]} == 0)); then
 		echo "client tools present"
 		return

@@ -34,10 +34,12 @@ type Listeners struct {
 	IMAPS       string
 	POP3S       string // implicit TLS (995)
 	HTTPS       string
+	ManageSieve string
 }
 
 // withListeners picks free loopback ports for the listeners named
-// ("submission", "submissions", "pop3", "pop3s", "http", "https", "imaps").
+// ("submission", "submissions", "pop3", "pop3s", "http", "https", "imaps",
+// "managesieve").
 func withListeners(t *testing.T, names ...string) Listeners {
 	t.Helper()
 	var l Listeners
@@ -57,6 +59,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 			l.IMAPS = freeAddr(t)
 		case "pop3s":
 			l.POP3S = freeAddr(t)
+		case "managesieve":
+			l.ManageSieve = freeAddr(t)
 		default:
 			t.Fatalf("unknown listener %q", n)
 		}

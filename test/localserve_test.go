@@ -17,7 +17,7 @@ func localserve(t *testing.T, data string) (out string, imapAddr string, stop fu
 	t.Helper()
 	imapAddr = freeAddr(t)
 	args := []string{"localserve", "--data", data, "--imap", imapAddr}
-	for _, l := range []string{"smtp", "submission", "submissions", "imaps", "pop3", "pop3s", "http"} {
+	for _, l := range []string{"smtp", "submission", "submissions", "imaps", "pop3", "pop3s", "http", "managesieve"} {
 		args = append(args, "--"+l, freeAddr(t))
 	}
 	cmd := exec.Command(pimailBin, args...)
