@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"pimail/internal/config"
 	"pimail/internal/store/sqlite"
+	"pimail/internal/upgrade"
 )
 
 // defaultDataDir is localserve's data directory: $PIMAIL_DATA, else
@@ -133,11 +136,24 @@ func openStore(dir string) (*sqlite.Store, error) {
 }
 
 // createStore opens the data directory's store, creating it when it does
-// not exist: for serve, localserve and quickstart only.
+// not exist: for serve, localserve, quickstart and init only.
 func createStore(dir string) (*sqlite.Store, error) {
-	st, err := sqlite.Open(dir, sqlite.Options{Logger: quietLogger(), NoCollect: true})
+	return openData(dir, sqlite.Options{Logger: quietLogger(), NoCollect: true})
+}
+
+// openData opens the store of a data directory and moves in what older
+// versions kept in files beside it (internal/upgrade), whichever command
+// opens it first.
+func openData(dir string, opts sqlite.Options) (*sqlite.Store, error) {
+	st, err := sqlite.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open data directory %s: %w", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := upgrade.Run(ctx, st, st.Dir(), opts.Logger); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	return st, nil
 }
