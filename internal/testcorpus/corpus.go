@@ -41,20 +41,29 @@ type File struct {
 // found from the working directory upwards (go test runs in the package's
 // directory).
 func Dir() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	c := filepath.Join(root, "testdata", "corpus")
+	if _, err := os.Stat(filepath.Join(c, "manifest.tsv")); err != nil {
+		return "", fmt.Errorf("test corpus: %w (go test ./internal/testcorpus -update writes it)", err)
+	}
+	return c, nil
+}
+
+// moduleRoot is the directory of go.mod, above the working directory.
+func moduleRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for d := wd; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			c := filepath.Join(d, "testdata", "corpus")
-			if _, err := os.Stat(filepath.Join(c, "manifest.tsv")); err != nil {
-				return "", fmt.Errorf("test corpus: %w (go test ./internal/testcorpus -update writes it)", err)
-			}
-			return c, nil
+			return d, nil
 		}
 		if d == filepath.Dir(d) {
-			return "", errors.New("test corpus: no go.mod above " + wd)
+			return "", errors.New("testcorpus: no go.mod above " + wd)
 		}
 	}
 }
@@ -144,19 +153,11 @@ func Write(dir string, files []File) error {
 func LargeDir() (string, error) {
 	dir := os.Getenv("PIMAIL_CORPUS")
 	if dir == "" {
-		wd, err := os.Getwd()
+		root, err := moduleRoot()
 		if err != nil {
 			return "", err
 		}
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				dir = filepath.Join(filepath.Dir(d), "shared", "corpus")
-				break
-			}
-			if d == filepath.Dir(d) {
-				return "", errors.New("large corpus: no go.mod above " + wd)
-			}
-		}
+		dir = filepath.Join(filepath.Dir(root), "shared", "corpus")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "manifest.tsv")); err != nil {
 		return "", fmt.Errorf("large corpus not found (set PIMAIL_CORPUS to benchmark on real mail): %w", err)
