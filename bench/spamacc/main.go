@@ -39,6 +39,7 @@ var (
 	explain     int
 	ruleStats   bool
 	bayesWeight float64
+	splitName   string
 )
 
 type sample struct {
@@ -54,6 +55,7 @@ func main() {
 	flag.Float64Var(&bayesWeight, "bayes-weight", 0, "points of the classifier at probability 1 (0: the filter's default)")
 	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
+	flag.StringVar(&splitName, "split", splitRandom, "split to evaluate: "+strings.Join(allSplits, ", ")+", or all (a summary of each)")
 	era := flag.Bool("era", false, "only check the tokens of train.txt for years and for features of one source (2002 or 2007) rather than of spam")
 	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
 	flag.Parse()
@@ -75,74 +77,69 @@ func run(corpus string, per time.Duration, junk float64) error {
 	if err != nil {
 		return err
 	}
+	test, err := readList(corpus, "test.txt")
+	if err != nil {
+		return err
+	}
 	newFilter := func() (*spam.Filter, error) {
 		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
+	names := []string{splitName}
+	if splitName == "all" {
+		names = allSplits
+	}
 	var (
-		test    []sample
-		results []spam.Result
+		summary []string
 		f       *spam.Filter
+		scored  []sample
 	)
-	if validate {
-		// 5-fold cross-validation on train.txt: every train message is
-		// scored once by a model that did not see it.
-		for k := range folds {
-			tr, val := splitValidation(train, k)
-			if f, err = newFilter(); err != nil {
-				return err
-			}
-			r, err := trainAndScore(f, tr, val)
-			if err != nil {
-				return err
-			}
-			test = append(test, val...)
-			results = append(results, r...)
-		}
-		fmt.Printf("%d-fold cross-validation on train.txt (test.txt not read): %d messages scored\n\n", folds, len(test))
-	} else {
-		if test, err = readList(corpus, "test.txt"); err != nil {
+	for _, name := range names {
+		var results []spam.Result
+		scored, results, f, err = evaluate(name, train, test, newFilter)
+		if err != nil {
 			return err
 		}
-		if f, err = newFilter(); err != nil {
-			return err
+		cfg := f.Config()
+		fmt.Printf("junk threshold %.1f, reject threshold %.1f\n", cfg.JunkThreshold, cfg.RejectThreshold)
+		fmt.Printf("%-9s %6s %6s %8s %9s %7s %9s %10s %10s\n", "source", "spam", "ham", "recall", "precision", "F1", "ham FP", "spam rej.", "ham rej.")
+		for _, src := range []string{"all", "sa-", "trec07p-"} {
+			report(src, scored, results)
 		}
-		if results, err = trainAndScore(f, train, test); err != nil {
-			return err
-		}
-	}
-	cfg := f.Config()
-	fmt.Printf("junk threshold %.1f, reject threshold %.1f\n", cfg.JunkThreshold, cfg.RejectThreshold)
-	fmt.Printf("%-9s %6s %6s %8s %9s %7s %9s %10s %10s\n", "source", "spam", "ham", "recall", "precision", "F1", "ham FP", "spam rej.", "ham rej.")
-	for _, src := range []string{"all", "sa-", "trec07p-"} {
-		report(src, test, results)
-	}
-	fmt.Println()
-	for _, thr := range []float64{0, 1, 2, 3, 4, 5, 6, 8} {
-		var tp, fp, nspam, nham int
-		for i, s := range test {
-			flagged := results[i].Message.Score >= thr
-			if s.spam {
-				nspam++
-				if flagged {
-					tp++
-				}
-			} else {
-				nham++
-				if flagged {
-					fp++
+		fmt.Println()
+		for _, thr := range []float64{0, 1, 2, 3, 4, 5, 6, 8} {
+			var tp, fp, nspam, nham int
+			for i, s := range scored {
+				flagged := results[i].Message.Score >= thr
+				if s.spam {
+					nspam++
+					if flagged {
+						tp++
+					}
+				} else {
+					nham++
+					if flagged {
+						fp++
+					}
 				}
 			}
+			fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
 		}
-		fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
+		operatingPoints(scored, results)
+		misses(scored, results, cfg.JunkThreshold)
+		if ruleStats {
+			printRuleStats(scored, results)
+		}
+		summary = append(summary, summaryRow(name, scored, results))
+		fmt.Println()
 	}
-	operatingPoints(test, results)
-	misses(test, results, cfg.JunkThreshold)
-	if ruleStats {
-		printRuleStats(test, results)
+	fmt.Println("| split | spam | ham | recall | precision | ham FP | recall at ham FP ≤ 0.3 % | mean recall at ham FP 0.1–0.5 % |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range summary {
+		fmt.Println(r)
 	}
 
-	// Model size.
+	// Model size (of the last split's model).
 	m, _ := f.Model(spam.BaseAccount)
 	var buf bytes.Buffer
 	if _, err := m.WriteTo(&buf); err != nil {
@@ -155,12 +152,78 @@ func run(corpus string, per time.Duration, junk float64) error {
 	runtime.ReadMemStats(&ms)
 	fmt.Printf("heap in use after GC (corpus bytes included): %.1f MB\n\n", float64(ms.HeapInuse)/(1<<20))
 
+	if per <= 0 {
+		return nil
+	}
 	for _, size := range []int{8 << 10, 64 << 10} {
-		msgs := nearest(test, size, 20)
+		msgs := nearest(scored, size, 20)
 		speed(f, msgs, size, per, 1)
 		speed(f, msgs, size, per, runtime.GOMAXPROCS(0))
 	}
 	return nil
+}
+
+// evaluate trains a new filter on a split's training part and scores its
+// test part (with -validate, the validation part: 5-fold on train.txt
+// for the random split, see makeSplit for the others).
+func evaluate(name string, train, test []sample, newFilter func() (*spam.Filter, error)) ([]sample, []spam.Result, *spam.Filter, error) {
+	if name == splitRandom && validate {
+		// 5-fold cross-validation on train.txt: every train message is
+		// scored once by a model that did not see it.
+		var scored []sample
+		var results []spam.Result
+		var f *spam.Filter
+		for k := range folds {
+			tr, val := splitValidation(train, k)
+			var err error
+			if f, err = newFilter(); err != nil {
+				return nil, nil, nil, err
+			}
+			r, err := trainAndScore(f, tr, val)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			scored = append(scored, val...)
+			results = append(results, r...)
+		}
+		fmt.Printf("split random, %d-fold cross-validation on train.txt (test.txt not read): %d messages scored\n\n", folds, len(scored))
+		return scored, results, f, nil
+	}
+	tr, te, err := makeSplit(name, train, test, validate)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if validate {
+		name += " (validation: the test part is not read)"
+	}
+	describe(name, tr, te)
+	f, err := newFilter()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	results, err := trainAndScore(f, tr, te)
+	return te, results, f, err
+}
+
+// summaryRow is one split's line of the summary table: the verdicts at
+// the junk threshold, and threshold-free recall at ham FP ≤ 0.3 %.
+func summaryRow(name string, test []sample, results []spam.Result) string {
+	var tp, fp, fn, tn int
+	for i, s := range test {
+		flagged := results[i].Message.Action != spam.Accept
+		switch {
+		case s.spam && flagged:
+			tp++
+		case s.spam:
+			fn++
+		case flagged:
+			fp++
+		default:
+			tn++
+		}
+	}
+	return fmt.Sprintf("| %s | %d | %d | %.2f %% | %.2f %% | %.2f %% (%d) | %.2f %% | %.2f %% |", name, tp+fn, fp+tn,
+		pct(tp, tp+fn), pct(tp, tp+fp), pct(fp, fp+tn), fp, recallAtFP(test, results, 0.3), meanRecall(test, results))
 }
 
 // trainAndScore trains f's base model on train and scores test for
@@ -259,47 +322,79 @@ func misses(test []sample, results []spam.Result, thr float64) {
 	}
 }
 
+// scores returns the ham scores, highest first, and the spam scores.
+func scores(test []sample, results []spam.Result) (hams, spams []float64) {
+	for i, s := range test {
+		if s.spam {
+			spams = append(spams, results[i].Message.Score)
+		} else {
+			hams = append(hams, results[i].Message.Score)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(hams)))
+	return hams, spams
+}
+
+// cutFor is the lowest threshold that flags at most fpr % of the hams
+// (sorted highest first): just above the first ham not allowed.
+func cutFor(hams []float64, fpr float64) float64 {
+	allowed := int(fpr / 100 * float64(len(hams)))
+	return hams[min(allowed, len(hams)-1)] + 0.001
+}
+
+func recallAt(spams []float64, thr float64) float64 {
+	n := 0
+	for _, sc := range spams {
+		if sc >= thr {
+			n++
+		}
+	}
+	return pct(n, len(spams))
+}
+
+// recallAtFP is the spam recall at the lowest threshold that keeps ham
+// false positives at or under fpr %.
+func recallAtFP(test []sample, results []spam.Result, fpr float64) float64 {
+	hams, spams := scores(test, results)
+	if len(hams) == 0 {
+		return 0
+	}
+	return recallAt(spams, cutFor(hams, fpr))
+}
+
+// meanRecall is a steadier summary than any one point: the mean recall
+// over every allowed number of false positives from 0.1 % to 0.5 % of
+// the ham.
+func meanRecall(test []sample, results []spam.Result) float64 {
+	hams, spams := scores(test, results)
+	if len(hams) == 0 {
+		return 0
+	}
+	var sum float64
+	lo, hi := len(hams)/1000, len(hams)/200
+	for k := lo; k <= hi; k++ {
+		sum += recallAt(spams, hams[min(k, len(hams)-1)]+0.001)
+	}
+	return sum / float64(hi-lo+1)
+}
+
 // operatingPoints prints, threshold-free, the spam recall each source
 // would have at the lowest threshold that keeps ham false positives at or
 // under 0.1, 0.2 and 0.3 % overall: the number to compare tokenizer and
 // classifier variants by, before choosing a threshold.
 func operatingPoints(test []sample, results []spam.Result) {
-	var hams []float64
-	for i, s := range test {
-		if !s.spam {
-			hams = append(hams, results[i].Message.Score)
-		}
+	hams, _ := scores(test, results)
+	if len(hams) == 0 {
+		return
 	}
-	sort.Sort(sort.Reverse(sort.Float64Slice(hams)))
-	var spams []float64
-	for i, s := range test {
-		if s.spam {
-			spams = append(spams, results[i].Message.Score)
-		}
-	}
-	// A steadier summary than any one point: the mean recall over every
-	// allowed number of false positives from 0.1 % to 0.5 % of the ham.
-	var sum float64
-	lo, hi := len(hams)/1000, len(hams)/200
-	for k := lo; k <= hi; k++ {
-		thr := hams[k] + 0.001
-		n := 0
-		for _, sc := range spams {
-			if sc >= thr {
-				n++
-			}
-		}
-		sum += pct(n, len(spams))
-	}
-	fmt.Printf("mean recall at ham FP 0.1-0.5 %%: %.2f %%\n", sum/float64(hi-lo+1))
+	fmt.Printf("mean recall at ham FP 0.1-0.5 %%: %.2f %%\n", meanRecall(test, results))
 	for _, fpr := range []float64{0.1, 0.2, 0.3} {
-		allowed := int(fpr / 100 * float64(len(hams)))
-		thr := hams[min(allowed, len(hams)-1)] + 0.001 // just above the first ham not allowed
+		thr := cutFor(hams, fpr)
 		fmt.Printf("at ham FP <= %.1f %% (threshold %.2f):", fpr, thr)
 		for _, src := range []string{"all", "sa-", "trec07p-"} {
 			var tp, ns, fp, nh int
 			for i, s := range test {
-				if src != "all" && !strings.HasPrefix(filepath.Base(s.path), src) {
+				if src != "all" && source(s) != src {
 					continue
 				}
 				hit := results[i].Message.Score >= thr
