@@ -40,6 +40,7 @@ var (
 	ruleStats   bool
 	bayesWeight float64
 	splitName   string
+	dumpFile    string
 )
 
 type sample struct {
@@ -55,6 +56,7 @@ func main() {
 	flag.Float64Var(&bayesWeight, "bayes-weight", 0, "points of the classifier at probability 1 (0: the filter's default)")
 	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
+	flag.StringVar(&dumpFile, "dump", "", "write each scored message's label, classifier probability and rule points (TSV) to this file, to fit weights")
 	flag.StringVar(&splitName, "split", splitRandom, "split to evaluate: "+strings.Join(allSplits, ", ")+", or all (a summary of each)")
 	era := flag.Bool("era", false, "only check the tokens of train.txt for years and for features of one source (2002 or 2007) rather than of spam")
 	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
@@ -126,6 +128,11 @@ func run(corpus string, per time.Duration, junk float64) error {
 			fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
 		}
 		operatingPoints(scored, results)
+		if dumpFile != "" {
+			if err := dump(dumpFile, name, scored, results); err != nil {
+				return err
+			}
+		}
 		misses(scored, results, cfg.JunkThreshold)
 		if ruleStats {
 			printRuleStats(scored, results)
@@ -622,4 +629,32 @@ func containsYear(s string) bool {
 		run = 0
 	}
 	return false
+}
+
+// dump writes one line per scored message: split, file, label, source,
+// the classifier's probability (-1 untrained), the points of the
+// classifier and each rule hit as name=points.
+func dump(path, split string, test []sample, results []spam.Result) error {
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	w := bufio.NewWriter(fh)
+	for i, s := range test {
+		v := results[i].Message
+		label := "ham"
+		if s.spam {
+			label = "spam"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.6f", split, filepath.Base(s.path), label, source(s), v.Bayes)
+		for _, h := range v.Hits {
+			fmt.Fprintf(w, "\t%s=%.3f", h.Name, h.Score)
+		}
+		w.WriteString("\n")
+	}
+	if err := w.Flush(); err != nil {
+		fh.Close()
+		return fmt.Errorf("dump: %w", err)
+	}
+	return fh.Close()
 }

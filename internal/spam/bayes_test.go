@@ -9,20 +9,7 @@ import (
 	"testing"
 )
 
-func TestChi2Q(t *testing.T) {
-	// Q(x; 2) = exp(-x/2); Q(10; 10) from tables: 0.44049.
-	for _, tc := range []struct {
-		x    float64
-		v    int
-		want float64
-	}{{2, 2, math.Exp(-1)}, {10, 10, 0.44049}, {0, 4, 1}, {3000, 300, 0}} {
-		if got := chi2Q(tc.x, tc.v); math.Abs(got-tc.want) > 1e-4 {
-			t.Errorf("chi2Q(%v, %d) = %v, want %v", tc.x, tc.v, got, tc.want)
-		}
-	}
-}
-
-func TestFisherCombination(t *testing.T) {
+func TestCombine(t *testing.T) {
 	mk := func(ps ...float64) []clue {
 		var c []clue
 		for i, p := range ps {
@@ -30,17 +17,34 @@ func TestFisherCombination(t *testing.T) {
 		}
 		return c
 	}
-	if p := fisher(mk(0.99, 0.98, 0.95, 0.99, 0.9)); p < 0.99 {
-		t.Errorf("spammy clues: %v", p)
+	spammy := combine(mk(0.99, 0.98, 0.95, 0.99, 0.9))
+	if spammy < 0.9 {
+		t.Errorf("spammy clues: %v", spammy)
 	}
-	if p := fisher(mk(0.01, 0.02, 0.05, 0.01, 0.1)); p > 0.01 {
+	if p := combine(mk(0.01, 0.02, 0.05, 0.01, 0.1)); p > 0.1 {
 		t.Errorf("hammy clues: %v", p)
 	}
-	if p := fisher(mk(0.99, 0.01, 0.99, 0.01)); math.Abs(p-0.5) > 0.05 {
+	if p := combine(mk(0.99, 0.01, 0.99, 0.01)); math.Abs(p-0.5) > 0.05 {
 		t.Errorf("mixed clues: %v, want about 0.5", p)
 	}
-	if p := fisher(nil); p != 0.5 {
+	if p := combine(nil); p != 0.5 {
 		t.Errorf("no clues: %v", p)
+	}
+	// It does not saturate: fifty clues that each lean spam at 0.8 give
+	// what five such clues give, well short of a certainty. (Fisher's
+	// inverse chi-square gave 0.99999 for the fifty.)
+	var many []float64
+	for range 50 {
+		many = append(many, 0.8)
+	}
+	five, fifty := combine(mk(0.8, 0.8, 0.8, 0.8, 0.8)), combine(mk(many...))
+	if math.Abs(five-fifty) > 1e-9 || fifty > 0.9 || fifty < 0.6 {
+		t.Errorf("five clues of 0.8: %v, fifty: %v; want the same, between 0.6 and 0.9", five, fifty)
+	}
+	// One strong ham clue among spam clues pulls the indicator down, but
+	// does not decide it.
+	if p := combine(mk(0.99, 0.99, 0.99, 0.99, 0.01)); p < 0.6 || p > spammy {
+		t.Errorf("four spam clues and one ham clue: %v", p)
 	}
 }
 

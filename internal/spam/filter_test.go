@@ -52,11 +52,11 @@ func TestFilterVerdicts(t *testing.T) {
 	}
 	trainSynthetic(t, f, BaseAccount)
 	r, _ = f.Check(ctx, Input{Raw: synth(99, "offer", spamBody), Accounts: []int64{1}})
-	if r.Message.Bayes < 0.99 || r.Message.Action == Accept || r.Message.Hits[0].Name[:6] != "BAYES_" {
+	if r.Message.Bayes < 0.9 || r.Message.Action == Accept || r.Message.Hits[0].Name[:6] != "BAYES_" {
 		t.Fatalf("spam: %+v", r.Message)
 	}
 	r, _ = f.Check(ctx, Input{Raw: synth(99, "meeting", hamBody), Accounts: []int64{1}})
-	if r.Message.Bayes > 0.01 || r.Message.Action != Accept || r.Message.Score > 0 {
+	if r.Message.Bayes > 0.1 || r.Message.Action != Accept || r.Message.Score > 0 {
 		t.Fatalf("ham: %+v", r.Message)
 	}
 	// Rejection needs the reject threshold; NoReject files instead.

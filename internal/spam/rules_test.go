@@ -22,8 +22,16 @@ func ruleHits(t *testing.T, raw string, in Input) []string {
 	if rc.now.IsZero() {
 		rc.now = time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)
 	}
+	// Rules whose default weight is 0 are classifier tokens only; turn
+	// them on to see them hit.
+	on := map[string]float64{}
+	for _, r := range rules {
+		if r.score == 0 {
+			on[r.name] = 1
+		}
+	}
 	var names []string
-	for _, h := range runRules(rc, nil) {
+	for _, h := range runRules(rc, on) {
 		names = append(names, h.Name)
 	}
 	return names
