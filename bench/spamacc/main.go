@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pimail/bench/spamsplit"
 	"pimail/internal/message"
 	"pimail/internal/spam"
 )
@@ -43,12 +43,6 @@ var (
 	dumpFile    string
 )
 
-type sample struct {
-	path string
-	spam bool
-	raw  []byte
-}
-
 func main() {
 	corpus := flag.String("corpus", "../shared/corpus", "corpus directory with train.txt and test.txt")
 	seconds := flag.Float64("seconds", 3, "seconds per speed measurement")
@@ -57,7 +51,7 @@ func main() {
 	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
 	flag.StringVar(&dumpFile, "dump", "", "write each scored message's label, classifier probability and rule points (TSV) to this file, to fit weights")
-	flag.StringVar(&splitName, "split", splitRandom, "split to evaluate: "+strings.Join(allSplits, ", ")+", or all (a summary of each)")
+	flag.StringVar(&splitName, "split", spamsplit.Random, "split to evaluate: "+strings.Join(spamsplit.All, ", ")+", or all (a summary of each)")
 	era := flag.Bool("era", false, "only check the tokens of train.txt for years and for features of one source (2002 or 2007) rather than of spam")
 	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
 	flag.Parse()
@@ -75,11 +69,11 @@ func main() {
 }
 
 func run(corpus string, per time.Duration, junk float64) error {
-	train, err := readList(corpus, "train.txt")
+	train, err := spamsplit.ReadList(corpus, "train.txt")
 	if err != nil {
 		return err
 	}
-	test, err := readList(corpus, "test.txt")
+	test, err := spamsplit.ReadList(corpus, "test.txt")
 	if err != nil {
 		return err
 	}
@@ -89,12 +83,12 @@ func run(corpus string, per time.Duration, junk float64) error {
 	}
 	names := []string{splitName}
 	if splitName == "all" {
-		names = allSplits
+		names = spamsplit.All
 	}
 	var (
 		summary []string
 		f       *spam.Filter
-		scored  []sample
+		scored  []spamsplit.Sample
 	)
 	for _, name := range names {
 		var results []spam.Result
@@ -113,7 +107,7 @@ func run(corpus string, per time.Duration, junk float64) error {
 			var tp, fp, nspam, nham int
 			for i, s := range scored {
 				flagged := results[i].Message.Score >= thr
-				if s.spam {
+				if s.Spam {
 					nspam++
 					if flagged {
 						tp++
@@ -173,11 +167,11 @@ func run(corpus string, per time.Duration, junk float64) error {
 // evaluate trains a new filter on a split's training part and scores its
 // test part (with -validate, the validation part: 5-fold on train.txt
 // for the random split, see makeSplit for the others).
-func evaluate(name string, train, test []sample, newFilter func() (*spam.Filter, error)) ([]sample, []spam.Result, *spam.Filter, error) {
-	if name == splitRandom && validate {
+func evaluate(name string, train, test []spamsplit.Sample, newFilter func() (*spam.Filter, error)) ([]spamsplit.Sample, []spam.Result, *spam.Filter, error) {
+	if name == spamsplit.Random && validate {
 		// 5-fold cross-validation on train.txt: every train message is
 		// scored once by a model that did not see it.
-		var scored []sample
+		var scored []spamsplit.Sample
 		var results []spam.Result
 		var f *spam.Filter
 		for k := range folds {
@@ -196,14 +190,14 @@ func evaluate(name string, train, test []sample, newFilter func() (*spam.Filter,
 		fmt.Printf("split random, %d-fold cross-validation on train.txt (test.txt not read): %d messages scored\n\n", folds, len(scored))
 		return scored, results, f, nil
 	}
-	tr, te, err := makeSplit(name, train, test, validate)
+	tr, te, err := spamsplit.Make(name, train, test, validate)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if validate {
 		name += " (validation: the test part is not read)"
 	}
-	describe(name, tr, te)
+	spamsplit.Describe(name, tr, te)
 	f, err := newFilter()
 	if err != nil {
 		return nil, nil, nil, err
@@ -214,14 +208,14 @@ func evaluate(name string, train, test []sample, newFilter func() (*spam.Filter,
 
 // summaryRow is one split's line of the summary table: the verdicts at
 // the junk threshold, and threshold-free recall at ham FP ≤ 0.3 %.
-func summaryRow(name string, test []sample, results []spam.Result) string {
+func summaryRow(name string, test []spamsplit.Sample, results []spam.Result) string {
 	var tp, fp, fn, tn int
 	for i, s := range test {
 		flagged := results[i].Message.Action != spam.Accept
 		switch {
-		case s.spam && flagged:
+		case s.Spam && flagged:
 			tp++
-		case s.spam:
+		case s.Spam:
 			fn++
 		case flagged:
 			fp++
@@ -235,14 +229,14 @@ func summaryRow(name string, test []sample, results []spam.Result) string {
 
 // trainAndScore trains f's base model on train and scores test for
 // account 1 (which has no model of its own).
-func trainAndScore(f *spam.Filter, train, test []sample) ([]spam.Result, error) {
+func trainAndScore(f *spam.Filter, train, test []spamsplit.Sample) ([]spam.Result, error) {
 	start := time.Now()
 	for _, s := range train {
 		var err error
-		if s.spam {
-			err = f.TrainSpam(spam.BaseAccount, s.raw)
+		if s.Spam {
+			err = f.TrainSpam(spam.BaseAccount, s.Raw)
 		} else {
-			err = f.TrainHam(spam.BaseAccount, s.raw)
+			err = f.TrainHam(spam.BaseAccount, s.Raw)
 		}
 		if err != nil {
 			return nil, err
@@ -254,7 +248,7 @@ func trainAndScore(f *spam.Filter, train, test []sample) ([]spam.Result, error) 
 	results := make([]spam.Result, len(test))
 	start = time.Now()
 	for i, s := range test {
-		r, err := f.Check(ctx, spam.Input{Raw: s.raw, Accounts: []int64{1}})
+		r, err := f.Check(ctx, spam.Input{Raw: s.Raw, Accounts: []int64{1}})
 		if err != nil {
 			return nil, err
 		}
@@ -271,18 +265,18 @@ func pct(a, b int) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
-func report(src string, test []sample, results []spam.Result) {
+func report(src string, test []spamsplit.Sample, results []spam.Result) {
 	var tp, fp, fn, tn, srej, hrej int
 	for i, s := range test {
-		if src != "all" && !strings.HasPrefix(filepath.Base(s.path), src) {
+		if src != "all" && !strings.HasPrefix(s.Name(), src) {
 			continue
 		}
 		a := results[i].Message.Action
 		flagged := a != spam.Accept
 		switch {
-		case s.spam && flagged:
+		case s.Spam && flagged:
 			tp++
-		case s.spam:
+		case s.Spam:
 			fn++
 		case flagged:
 			fp++
@@ -290,7 +284,7 @@ func report(src string, test []sample, results []spam.Result) {
 			tn++
 		}
 		if a == spam.Reject {
-			if s.spam {
+			if s.Spam {
 				srej++
 			} else {
 				hrej++
@@ -307,21 +301,21 @@ func report(src string, test []sample, results []spam.Result) {
 }
 
 // misses prints the false positives and a few false negatives, to tune rules.
-func misses(test []sample, results []spam.Result, thr float64) {
+func misses(test []spamsplit.Sample, results []spam.Result, thr float64) {
 	shown := 0
 	for i, s := range test {
 		v := results[i].Message
-		if !s.spam && v.Score >= thr {
-			fmt.Printf("  FP %s score %.2f %v\n", filepath.Base(s.path), v.Score, v.Hits)
+		if !s.Spam && v.Score >= thr {
+			fmt.Printf("  FP %s score %.2f %v\n", s.Name(), v.Score, v.Hits)
 			if explain > 0 {
 				for _, c := range v.Clues {
 					fmt.Printf("       %.3f %q\n", c.Prob, c.Token)
 				}
 			}
 		}
-		if s.spam && v.Score < thr && shown < explain {
+		if s.Spam && v.Score < thr && shown < explain {
 			shown++
-			fmt.Printf("  FN %s score %.2f %v\n", filepath.Base(s.path), v.Score, v.Hits)
+			fmt.Printf("  FN %s score %.2f %v\n", s.Name(), v.Score, v.Hits)
 			for _, c := range v.Clues {
 				fmt.Printf("       %.3f %q\n", c.Prob, c.Token)
 			}
@@ -330,9 +324,9 @@ func misses(test []sample, results []spam.Result, thr float64) {
 }
 
 // scores returns the ham scores, highest first, and the spam scores.
-func scores(test []sample, results []spam.Result) (hams, spams []float64) {
+func scores(test []spamsplit.Sample, results []spam.Result) (hams, spams []float64) {
 	for i, s := range test {
-		if s.spam {
+		if s.Spam {
 			spams = append(spams, results[i].Message.Score)
 		} else {
 			hams = append(hams, results[i].Message.Score)
@@ -361,7 +355,7 @@ func recallAt(spams []float64, thr float64) float64 {
 
 // recallAtFP is the spam recall at the lowest threshold that keeps ham
 // false positives at or under fpr %.
-func recallAtFP(test []sample, results []spam.Result, fpr float64) float64 {
+func recallAtFP(test []spamsplit.Sample, results []spam.Result, fpr float64) float64 {
 	hams, spams := scores(test, results)
 	if len(hams) == 0 {
 		return 0
@@ -372,7 +366,7 @@ func recallAtFP(test []sample, results []spam.Result, fpr float64) float64 {
 // meanRecall is a steadier summary than any one point: the mean recall
 // over every allowed number of false positives from 0.1 % to 0.5 % of
 // the ham.
-func meanRecall(test []sample, results []spam.Result) float64 {
+func meanRecall(test []spamsplit.Sample, results []spam.Result) float64 {
 	hams, spams := scores(test, results)
 	if len(hams) == 0 {
 		return 0
@@ -389,7 +383,7 @@ func meanRecall(test []sample, results []spam.Result) float64 {
 // would have at the lowest threshold that keeps ham false positives at or
 // under 0.1, 0.2 and 0.3 % overall: the number to compare tokenizer and
 // classifier variants by, before choosing a threshold.
-func operatingPoints(test []sample, results []spam.Result) {
+func operatingPoints(test []spamsplit.Sample, results []spam.Result) {
 	hams, _ := scores(test, results)
 	if len(hams) == 0 {
 		return
@@ -401,11 +395,11 @@ func operatingPoints(test []sample, results []spam.Result) {
 		for _, src := range []string{"all", "sa-", "trec07p-"} {
 			var tp, ns, fp, nh int
 			for i, s := range test {
-				if src != "all" && source(s) != src {
+				if src != "all" && spamsplit.Source(s) != src {
 					continue
 				}
 				hit := results[i].Message.Score >= thr
-				if s.spam {
+				if s.Spam {
 					ns++
 					if hit {
 						tp++
@@ -428,10 +422,10 @@ const folds = 5
 // splitValidation puts the train files of fold k (by an FNV hash of the
 // name, so the choice is fixed and independent of the corpus' own split)
 // into a validation set and the rest into a training set.
-func splitValidation(all []sample, k int) (train, val []sample) {
+func splitValidation(all []spamsplit.Sample, k int) (train, val []spamsplit.Sample) {
 	for _, s := range all {
 		h := fnv.New32a()
-		h.Write([]byte(filepath.Base(s.path)))
+		h.Write([]byte(s.Name()))
 		if int(h.Sum32()%folds) == k {
 			val = append(val, s)
 		} else {
@@ -442,12 +436,12 @@ func splitValidation(all []sample, k int) (train, val []sample) {
 }
 
 // printRuleStats prints, per rule, the share of ham and of spam it hits.
-func printRuleStats(test []sample, results []spam.Result) {
+func printRuleStats(test []spamsplit.Sample, results []spam.Result) {
 	type hc struct{ ham, spam int }
 	stats := map[string]*hc{}
 	var nham, nspam int
 	for i, s := range test {
-		if s.spam {
+		if s.Spam {
 			nspam++
 		} else {
 			nham++
@@ -458,7 +452,7 @@ func printRuleStats(test []sample, results []spam.Result) {
 				c = &hc{}
 				stats[h.Name] = c
 			}
-			if s.spam {
+			if s.Spam {
 				c.spam++
 			} else {
 				c.ham++
@@ -476,24 +470,24 @@ func printRuleStats(test []sample, results []spam.Result) {
 	}
 }
 
-func nearest(test []sample, size, n int) []sample {
-	c := append([]sample(nil), test...)
+func nearest(test []spamsplit.Sample, size, n int) []spamsplit.Sample {
+	c := append([]spamsplit.Sample(nil), test...)
 	abs := func(x int) int {
 		if x < 0 {
 			return -x
 		}
 		return x
 	}
-	sort.Slice(c, func(i, j int) bool { return abs(len(c[i].raw)-size) < abs(len(c[j].raw)-size) })
+	sort.Slice(c, func(i, j int) bool { return abs(len(c[i].Raw)-size) < abs(len(c[j].Raw)-size) })
 	return c[:min(n, len(c))]
 }
 
 // speed scores msgs round robin for per with the given goroutines and
 // prints messages per second. Parsing is included, as in delivery.
-func speed(f *spam.Filter, msgs []sample, size int, per time.Duration, workers int) {
+func speed(f *spam.Filter, msgs []spamsplit.Sample, size int, per time.Duration, workers int) {
 	var total int64
 	for _, m := range msgs {
-		total += int64(len(m.raw))
+		total += int64(len(m.Raw))
 	}
 	var n atomic.Int64
 	deadline := time.Now().Add(per)
@@ -504,7 +498,7 @@ func speed(f *spam.Filter, msgs []sample, size int, per time.Duration, workers i
 			defer wg.Done()
 			for i := w; time.Now().Before(deadline) && i < 100_000_000; i++ {
 				m := msgs[i%len(msgs)]
-				if _, err := f.Check(context.Background(), spam.Input{Raw: m.raw, Parsed: message.Parse(m.raw), Accounts: []int64{1}}); err != nil {
+				if _, err := f.Check(context.Background(), spam.Input{Raw: m.Raw, Parsed: message.Parse(m.Raw), Accounts: []int64{1}}); err != nil {
 					return
 				}
 				n.Add(1)
@@ -517,28 +511,6 @@ func speed(f *spam.Filter, msgs []sample, size int, per time.Duration, workers i
 		size>>10, len(msgs), total/int64(len(msgs)), workers, rate, 1000/rate*float64(workers))
 }
 
-func readList(corpus, name string) ([]sample, error) {
-	fh, err := os.Open(filepath.Join(corpus, name))
-	if err != nil {
-		return nil, fmt.Errorf("read split: %w", err)
-	}
-	defer fh.Close()
-	var out []sample
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		path, label, ok := strings.Cut(sc.Text(), "\t")
-		if !ok {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(corpus, path))
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		out = append(out, sample{path: path, spam: label == "spam", raw: raw})
-	}
-	return out, sc.Err()
-}
-
 // eraCheck reads train.txt's tokens and prints (1) every token with a
 // year in it seen in 20 or more messages, and (2) the 30 tokens whose
 // frequency differs most between the sources, with their share of each
@@ -547,7 +519,7 @@ func readList(corpus, name string) ([]sample, error) {
 // way in both sources is a spam (or ham) feature that only happens to be
 // commoner in one year.
 func eraCheck(corpus string) error {
-	train, err := readList(corpus, "train.txt")
+	train, err := spamsplit.ReadList(corpus, "train.txt")
 	if err != nil {
 		return err
 	}
@@ -555,21 +527,21 @@ func eraCheck(corpus string) error {
 	counts := map[string]*split{}
 	var n split
 	for _, s := range train {
-		sa := strings.HasPrefix(filepath.Base(s.path), "sa-")
+		sa := strings.HasPrefix(s.Name(), "sa-")
 		bump := func(c *split) {
 			switch {
-			case sa && s.spam:
+			case sa && s.Spam:
 				c.saSpam++
 			case sa:
 				c.saHam++
-			case s.spam:
+			case s.Spam:
 				c.trSpam++
 			default:
 				c.trHam++
 			}
 		}
 		bump(&n)
-		for _, t := range spam.Tokens(s.raw, nil) {
+		for _, t := range spam.Tokens(s.Raw, nil) {
 			c := counts[t]
 			if c == nil {
 				c = &split{}
@@ -634,7 +606,7 @@ func containsYear(s string) bool {
 // dump writes one line per scored message: split, file, label, source,
 // the classifier's probability (-1 untrained), the points of the
 // classifier and each rule hit as name=points.
-func dump(path, split string, test []sample, results []spam.Result) error {
+func dump(path, split string, test []spamsplit.Sample, results []spam.Result) error {
 	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("dump: %w", err)
@@ -643,10 +615,10 @@ func dump(path, split string, test []sample, results []spam.Result) error {
 	for i, s := range test {
 		v := results[i].Message
 		label := "ham"
-		if s.spam {
+		if s.Spam {
 			label = "spam"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.6f", split, filepath.Base(s.path), label, source(s), v.Bayes)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.6f", split, s.Name(), label, spamsplit.Source(s), v.Bayes)
 		for _, h := range v.Hits {
 			fmt.Fprintf(w, "\t%s=%.3f", h.Name, h.Score)
 		}

@@ -1,7 +1,13 @@
-package main
+// Package spamsplit reads the labelled part of the shared corpus and
+// splits it for the spam benchmarks (bench/spamacc, bench/spamcompare):
+// the corpus' own random split, a time-ordered one and two cross-source
+// ones, so that both tools train and judge on the same messages.
+package spamsplit
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,13 +23,51 @@ import (
 // cross-source splits ask what the future asks: train on what came
 // before, judge on what came after, or on another source altogether.
 const (
-	splitRandom = "random" // train.txt / test.txt
-	splitTime   = "time"   // per source: oldest 70 % train, newest 30 % test
-	splitSATrec = "sa>trec"
-	splitTrecSA = "trec>sa"
+	Random = "random" // train.txt / test.txt
+	Time   = "time"   // per source: oldest 70 % train, newest 30 % test
+	SATrec = "sa>trec"
+	TrecSA = "trec>sa"
 )
 
-var allSplits = []string{splitRandom, splitTime, splitSATrec, splitTrecSA}
+// All lists the splits in report order.
+var All = []string{Random, Time, SATrec, TrecSA}
+
+// Sources are the corpus' sources, by file name prefix.
+var Sources = []string{"sa-", "trec07p-"}
+
+// Sample is one labelled message.
+type Sample struct {
+	Path string // relative to the corpus, e.g. "ham/sa-easy-ham-1-00002.….eml"
+	Spam bool
+	Raw  []byte
+}
+
+// Name is the file name.
+func (s Sample) Name() string { return filepath.Base(s.Path) }
+
+// ReadList reads a split file of the corpus (train.txt, test.txt): lines
+// of "<path>\t<label>".
+func ReadList(corpus, name string) ([]Sample, error) {
+	fh, err := os.Open(filepath.Join(corpus, name))
+	if err != nil {
+		return nil, fmt.Errorf("read split: %w", err)
+	}
+	defer fh.Close()
+	var out []Sample
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		path, label, ok := strings.Cut(sc.Text(), "\t")
+		if !ok {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(corpus, path))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		out = append(out, Sample{Path: path, Spam: label == "spam", Raw: raw})
+	}
+	return out, sc.Err()
+}
 
 // timeTrainShare is the share of each source, oldest first, that the
 // time-ordered split trains on (the same 70 % as the corpus' own split).
@@ -31,8 +75,8 @@ const timeTrainShare = 0.7
 
 // source is the corpus source a file belongs to: "sa-" (SpamAssassin
 // public corpus, 2002) or "trec07p-" (TREC 2007).
-func source(s sample) string {
-	if strings.HasPrefix(filepath.Base(s.path), "trec07p-") {
+func Source(s Sample) string {
+	if strings.HasPrefix(s.Name(), "trec07p-") {
 		return "trec07p-"
 	}
 	return "sa-"
@@ -41,7 +85,7 @@ func source(s sample) string {
 // receipt is when the collector received a message: the date of the
 // topmost Received field (RFC 5321 §4.4: after the last ";"), or the
 // Date field when that is missing or unreadable; zero when neither is.
-func receipt(raw []byte) time.Time {
+func Receipt(raw []byte) time.Time {
 	p := message.Parse(raw)
 	hdrEnd := min(max(int(p.Body.BodyStart), 0), len(raw))
 	for _, f := range message.HeaderFields(raw[:hdrEnd]) {
@@ -63,52 +107,52 @@ func receipt(raw []byte) time.Time {
 // are numbered in the order the server received them (its README), so
 // the number is the order; SpamAssassin files by their receipt time,
 // messages without one last-but-stable by name (there are few).
-func timeOrder(msgs []sample) {
+func timeOrder(msgs []Sample) {
 	keys := make(map[string]time.Time, len(msgs))
 	for _, s := range msgs {
-		keys[s.path] = receipt(s.raw)
+		keys[s.Path] = Receipt(s.Raw)
 	}
 	sort.SliceStable(msgs, func(i, j int) bool {
 		a, b := msgs[i], msgs[j]
-		if source(a) == "trec07p-" && source(b) == "trec07p-" {
-			return filepath.Base(a.path) < filepath.Base(b.path) // zero-padded numbers
+		if Source(a) == "trec07p-" && Source(b) == "trec07p-" {
+			return a.Name() < b.Name() // zero-padded numbers
 		}
-		ta, tb := keys[a.path], keys[b.path]
+		ta, tb := keys[a.Path], keys[b.Path]
 		switch {
 		case ta.IsZero() != tb.IsZero():
 			return tb.IsZero()
 		case !ta.Equal(tb):
 			return ta.Before(tb)
 		}
-		return a.path < b.path
+		return a.Path < b.Path
 	})
 }
 
-// makeSplit returns the training and test messages of a split from all
+// Make returns the training and test messages of a split from all
 // labelled messages (train.txt and test.txt together for all but the
 // random split). With validate, the test part is never returned: the
 // training part is split again the same way (random: not used here,
 // see the 5-fold -validate; time: the newest 2/7 of each source's
 // training part; cross: the newest 30 % of the training source), so that
 // choices are made without the test set.
-func makeSplit(name string, train, test []sample, validate bool) (tr, te []sample, err error) {
-	all := append(append([]sample(nil), train...), test...)
-	bySource := map[string][]sample{}
+func Make(name string, train, test []Sample, validate bool) (tr, te []Sample, err error) {
+	all := append(append([]Sample(nil), train...), test...)
+	bySource := map[string][]Sample{}
 	for _, s := range all {
-		bySource[source(s)] = append(bySource[source(s)], s)
+		bySource[Source(s)] = append(bySource[Source(s)], s)
 	}
 	for _, src := range bySource {
 		timeOrder(src)
 	}
-	older := func(msgs []sample, share float64) (old, recent []sample) {
+	older := func(msgs []Sample, share float64) (old, recent []Sample) {
 		k := int(float64(len(msgs)) * share)
 		return msgs[:k], msgs[k:]
 	}
 	switch name {
-	case splitRandom:
+	case Random:
 		return train, test, nil
-	case splitTime:
-		for _, src := range []string{"sa-", "trec07p-"} {
+	case Time:
+		for _, src := range Sources {
 			old, recent := older(bySource[src], timeTrainShare)
 			if validate {
 				old, recent = older(old, 5.0/7)
@@ -116,9 +160,9 @@ func makeSplit(name string, train, test []sample, validate bool) (tr, te []sampl
 			tr, te = append(tr, old...), append(te, recent...)
 		}
 		return tr, te, nil
-	case splitSATrec, splitTrecSA:
+	case SATrec, TrecSA:
 		from, to := "sa-", "trec07p-"
-		if name == splitTrecSA {
+		if name == TrecSA {
 			from, to = to, from
 		}
 		if validate {
@@ -127,30 +171,30 @@ func makeSplit(name string, train, test []sample, validate bool) (tr, te []sampl
 		}
 		return bySource[from], bySource[to], nil
 	}
-	return nil, nil, fmt.Errorf("unknown split %q (want one of %s)", name, strings.Join(allSplits, ", "))
+	return nil, nil, fmt.Errorf("unknown split %q (want one of %s)", name, strings.Join(All, ", "))
 }
 
-// describe prints a split's make-up: per source and class the counts and
+// Describe prints a split's make-up: per source and class the counts and
 // the receipt dates of the oldest and newest message.
-func describe(name string, tr, te []sample) {
+func Describe(name string, tr, te []Sample) {
 	fmt.Printf("split %s:\n", name)
 	for _, part := range []struct {
 		name string
-		msgs []sample
+		msgs []Sample
 	}{{"train", tr}, {"test", te}} {
-		for _, src := range []string{"sa-", "trec07p-"} {
+		for _, src := range Sources {
 			var nspam, nham int
 			var lo, hi time.Time
 			for _, s := range part.msgs {
-				if source(s) != src {
+				if Source(s) != src {
 					continue
 				}
-				if s.spam {
+				if s.Spam {
 					nspam++
 				} else {
 					nham++
 				}
-				t := receipt(s.raw)
+				t := Receipt(s.Raw)
 				if t.IsZero() {
 					continue
 				}
