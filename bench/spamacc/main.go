@@ -41,6 +41,9 @@ var (
 	bayesWeight float64
 	splitName   string
 	dumpFile    string
+	// shipped base model
+	writeShipped, trainSources string
+	minCount                   int
 )
 
 func main() {
@@ -50,11 +53,21 @@ func main() {
 	flag.Float64Var(&bayesWeight, "bayes-weight", 0, "points of the classifier at probability 1 (0: the filter's default)")
 	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
+	flag.StringVar(&writeShipped, "write-shipped", "", "train on every SpamAssassin-corpus message (train.txt and test.txt) and write the shipped base model to this file (internal/spam/shipped/base.model.gz)")
+	flag.StringVar(&trainSources, "train-sources", "", "train only on messages of these sources (comma-separated file name prefixes, e.g. sa-): what a model trained on them gives on the split's test part")
+	flag.IntVar(&minCount, "min-count", 0, "score with the trained model in the shipped form: tokens seen in fewer than N messages left out (0: the model as trained)")
 	flag.StringVar(&dumpFile, "dump", "", "write each scored message's label, classifier probability and rule points (TSV) to this file, to fit weights")
 	flag.StringVar(&splitName, "split", spamsplit.Random, "split to evaluate: "+strings.Join(spamsplit.All, ", ")+", or all (a summary of each)")
 	era := flag.Bool("era", false, "only check the tokens of train.txt for years and for features of one source (2002 or 2007) rather than of spam")
 	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
 	flag.Parse()
+	if writeShipped != "" {
+		if err := writeShippedModel(*corpus, writeShipped); err != nil {
+			fmt.Fprintln(os.Stderr, "spamacc:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *era {
 		if err := eraCheck(*corpus); err != nil {
 			fmt.Fprintln(os.Stderr, "spamacc:", err)
@@ -78,7 +91,7 @@ func run(corpus string, per time.Duration, junk float64) error {
 		return err
 	}
 	newFilter := func() (*spam.Filter, error) {
-		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1,
+		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1, NoShippedModel: true,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
 	names := []string{splitName}
@@ -180,7 +193,8 @@ func evaluate(name string, train, test []spamsplit.Sample, newFilter func() (*sp
 			if f, err = newFilter(); err != nil {
 				return nil, nil, nil, err
 			}
-			r, err := trainAndScore(f, tr, val)
+			r, scoredBy, err := trainAndScore(f, tr, val)
+			f = scoredBy
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -202,7 +216,7 @@ func evaluate(name string, train, test []spamsplit.Sample, newFilter func() (*sp
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	results, err := trainAndScore(f, tr, te)
+	results, f, err := trainAndScore(f, tr, te)
 	return te, results, f, err
 }
 
@@ -229,33 +243,38 @@ func summaryRow(name string, test []spamsplit.Sample, results []spam.Result) str
 
 // trainAndScore trains f's base model on train and scores test for
 // account 1 (which has no model of its own).
-func trainAndScore(f *spam.Filter, train, test []spamsplit.Sample) ([]spam.Result, error) {
+func trainAndScore(f *spam.Filter, train, test []spamsplit.Sample) ([]spam.Result, *spam.Filter, error) {
 	start := time.Now()
+	n := 0
 	for _, s := range train {
-		var err error
-		if s.Spam {
-			err = f.TrainSpam(spam.BaseAccount, s.Raw)
-		} else {
-			err = f.TrainHam(spam.BaseAccount, s.Raw)
+		if !trained(s) {
+			continue
 		}
-		if err != nil {
-			return nil, err
+		n++
+		if err := trainOne(f, s); err != nil {
+			return nil, nil, err
 		}
 	}
 	trainTime := time.Since(start)
-	fmt.Printf("trained %d messages in %.1f s (%.0f msgs/s)\n", len(train), trainTime.Seconds(), float64(len(train))/trainTime.Seconds())
+	fmt.Printf("trained %d messages in %.1f s (%.0f msgs/s)\n", n, trainTime.Seconds(), float64(n)/trainTime.Seconds())
+	if minCount > 0 {
+		var err error
+		if f, err = compacted(f, f.Config()); err != nil {
+			return nil, nil, err
+		}
+	}
 	ctx := context.Background()
 	results := make([]spam.Result, len(test))
 	start = time.Now()
 	for i, s := range test {
 		r, err := f.Check(ctx, spam.Input{Raw: s.Raw, Accounts: []int64{1}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		results[i] = r
 	}
 	fmt.Printf("scored %d messages in %.1f s\n", len(test), time.Since(start).Seconds())
-	return results, nil
+	return results, f, nil
 }
 
 func pct(a, b int) float64 {

@@ -60,6 +60,10 @@ type Config struct {
 	// MaxTokens bounds the base model, MaxAccountTokens each account's.
 	// Defaults DefaultMaxTokens and DefaultMaxTokens/4.
 	MaxTokens, MaxAccountTokens int
+	// NoShippedModel starts the base model empty when none was trained
+	// here, instead of from the model pimail ships with (shipped.go): for
+	// evaluations that train their own.
+	NoShippedModel bool
 	// ReloadInterval is how often model files are checked for changes made
 	// by `pimail spam train` while the server runs. Default 30 s; negative
 	// turns it off.

@@ -27,6 +27,9 @@ type modelSet struct {
 type loaded struct {
 	m       *Model
 	modTime time.Time // of the file when read; zero if there was none
+	// shipped: the base model is the one pimail ships with (shipped.go),
+	// because none was trained here.
+	shipped bool
 }
 
 func newModelSet(cfg Config) (*modelSet, error) {
@@ -70,19 +73,44 @@ func (s *modelSet) get(id int64) (*Model, error) {
 }
 
 func (s *modelSet) load(id int64) (*loaded, error) {
-	p := s.path(id)
-	if p == "" {
-		return &loaded{m: NewModel(s.limit(id))}, nil
+	l := &loaded{m: NewModel(s.limit(id))}
+	if p := s.path(id); p != "" {
+		if fi, err := os.Stat(p); err == nil {
+			l.modTime = fi.ModTime()
+		}
+		m, err := LoadModel(p, s.limit(id))
+		if err != nil {
+			return nil, err
+		}
+		l.m = m
 	}
-	var mt time.Time
-	if fi, err := os.Stat(p); err == nil {
-		mt = fi.ModTime()
+	if id == BaseAccount && !s.cfg.NoShippedModel {
+		if ns, nh := l.m.Counts(); ns == 0 && nh == 0 {
+			m, err := shippedModel(s.limit(id))
+			if err != nil {
+				return nil, err
+			}
+			l.m, l.shipped = m, true
+		}
 	}
-	m, err := LoadModel(p, s.limit(id))
-	if err != nil {
+	return l, nil
+}
+
+// trainable returns the model to train for id. A base model trained here
+// starts empty rather than from the shipped one: the admin's own mail
+// then speaks alone, and the shipped model stays what it is.
+func (s *modelSet) trainable(id int64) (*Model, error) {
+	if _, err := s.get(id); err != nil {
 		return nil, err
 	}
-	return &loaded{m: m, modTime: mt}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.all[id]
+	if l.shipped {
+		l = &loaded{m: NewModel(s.limit(id)), modTime: l.modTime}
+		s.all[id] = l
+	}
+	return l.m, nil
 }
 
 func (s *modelSet) base() *Model {
@@ -196,7 +224,7 @@ func (f *Filter) Untrain(accountID int64, raw []byte, spam bool) error {
 }
 
 func (f *Filter) train(accountID int64, raw []byte, spam bool, delta int) error {
-	m, err := f.models.get(accountID)
+	m, err := f.models.trainable(accountID)
 	if err != nil {
 		return fmt.Errorf("spam train: %w", err)
 	}

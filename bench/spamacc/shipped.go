@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"pimail/bench/spamsplit"
+	"pimail/internal/spam"
+)
+
+// writeShippedModel trains a base model on every message of the
+// SpamAssassin public corpus part (the part whose licence allows
+// redistribution; see internal/spam/shipped.go) and writes it in the
+// shipped form.
+func writeShippedModel(corpus, out string) error {
+	var all []spamsplit.Sample
+	for _, name := range []string{"train.txt", "test.txt"} {
+		s, err := spamsplit.ReadList(corpus, name)
+		if err != nil {
+			return err
+		}
+		all = append(all, s...)
+	}
+	f, err := spam.New(spam.Config{ReloadInterval: -1, NoShippedModel: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, s := range all {
+		if spamsplit.Source(s) != "sa-" {
+			continue
+		}
+		n++
+		if err := trainOne(f, s); err != nil {
+			return err
+		}
+	}
+	m, err := f.Model(spam.BaseAccount)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := spam.WriteShipped(&buf, m, spam.ShippedMinCount); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", out, err)
+	}
+	ns, nh := m.Counts()
+	fmt.Printf("shipped model: %d messages (%d spam, %d ham), %d tokens before leaving out those seen fewer than %d times, %s: %d bytes\n",
+		n, ns, nh, m.Size(), spam.ShippedMinCount, out, buf.Len())
+	return nil
+}
+
+func trainOne(f *spam.Filter, s spamsplit.Sample) error {
+	if s.Spam {
+		return f.TrainSpam(spam.BaseAccount, s.Raw)
+	}
+	return f.TrainHam(spam.BaseAccount, s.Raw)
+}
+
+// trained reports whether -train-sources lets a message be trained.
+func trained(s spamsplit.Sample) bool {
+	if trainSources == "" {
+		return true
+	}
+	for _, src := range strings.Split(trainSources, ",") {
+		if strings.HasPrefix(s.Name(), strings.TrimSpace(src)) {
+			return true
+		}
+	}
+	return false
+}
+
+// compacted returns a filter whose base model is f's in the shipped form
+// (-min-count), read back from a model file as pimail would read it.
+func compacted(f *spam.Filter, cfg spam.Config) (*spam.Filter, error) {
+	m, err := f.Model(spam.BaseAccount)
+	if err != nil {
+		return nil, err
+	}
+	var gz bytes.Buffer
+	if err := spam.WriteShipped(&gz, m, minCount); err != nil {
+		return nil, err
+	}
+	size := gz.Len()
+	zr, err := gzip.NewReader(&gz)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "spamacc-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "base.model"), plain, 0o600); err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	c, err := spam.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cm, _ := c.Model(spam.BaseAccount)
+	fmt.Printf("model in the shipped form (tokens in %d+ messages): %d of %d tokens, %d bytes gzipped\n", minCount, cm.Size(), m.Size(), size)
+	return c, nil
+}
