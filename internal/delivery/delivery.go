@@ -19,8 +19,9 @@
 //     room are left out, and with none left the message is refused;
 //  7. store it once for all recipients (one blob, one row per mailbox).
 //
-// Later steps (DNSBL, user rules) slot in before 7 without changing the
-// callers.
+// The client's blocklist listings (Envelope.DNSBL) enter at step 5, as
+// points of the spam score. Later steps (user rules) slot in before 7
+// without changing the callers.
 package delivery
 
 import (
@@ -35,6 +36,7 @@ import (
 	"pimail/internal/message"
 	"pimail/internal/metrics"
 	"pimail/internal/msgauth"
+	"pimail/internal/spam"
 	"pimail/internal/store"
 )
 
@@ -72,6 +74,11 @@ type Envelope struct {
 	// user (submission, webmail) or made by this server (DSNs). Sender
 	// authentication (WithAuth) is skipped for it.
 	Authenticated bool
+	// DNSBL lists the blocklists (RFC 5782) that list the client, with
+	// their configured weights: the SMTP server's lookup at connect
+	// (internal/dnsbl's Verdict.Hits), below its refusal threshold. The
+	// spam filter counts each (spam.Input.DNSBL).
+	DNSBL []spam.DNSBLHit
 }
 
 // Pipeline delivers received messages into the store.

@@ -53,6 +53,13 @@ type Config struct {
 	// BayesWeight scales the classifier's points (see bayesPoints): about
 	// the points it adds at indicator 1 and subtracts at 0. Default 11.
 	BayesWeight float64
+	// DNSBLPoints is the points a blocklist listing of weight 1 adds.
+	// Default 3: the corpus has no blocklist answers to fit it on, so it
+	// follows SpamAssassin's mass-checked scores for the Spamhaus lists
+	// (2.6 to 3.3 points at its threshold of 5): a listing alone does
+	// not file a message, a listing and a classifier that is unsure or
+	// leans spam do.
+	DNSBLPoints float64
 	// RuleScores overrides rule weights by name; 0 turns a rule off.
 	RuleScores map[string]float64
 	// Workers bounds concurrent scoring; default runtime.GOMAXPROCS(0).
@@ -81,6 +88,9 @@ func (c *Config) defaults() {
 	if c.BayesWeight == 0 {
 		c.BayesWeight = 11
 	}
+	if c.DNSBLPoints == 0 {
+		c.DNSBLPoints = 3
+	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -98,11 +108,13 @@ func (c *Config) defaults() {
 	}
 }
 
-// DNSBLHit is one blocklist that listed the client, with the points the
-// DNSBL step gives it.
+// DNSBLHit is one blocklist (RFC 5782) that listed the client, with the
+// weight configured for it (internal/dnsbl; the SMTP server refuses a
+// client whose weights reach the DNSBL threshold, so the lists that come
+// this far listed it below that). The filter adds Weight × DNSBLPoints.
 type DNSBLHit struct {
-	List  string
-	Score float64
+	List   string
+	Weight float64
 }
 
 // Input is one message to score. Raw and Accounts are required; the rest
@@ -221,7 +233,7 @@ func (f *Filter) Check(ctx context.Context, in Input) (Result, error) {
 	}
 	toks := readTokens(a)
 	defer putTokenSet(toks)
-	ruleHits := runRules(rc, f.cfg.RuleScores)
+	ruleHits := runRules(rc, f.cfg.RuleScores, f.cfg.DNSBLPoints)
 	ruleTokens(toks, rc)
 	base := f.models.base()
 

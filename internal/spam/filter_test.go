@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +264,34 @@ func TestShippedModel(t *testing.T) {
 	g, _ := New(Config{Logger: quiet(), NoShippedModel: true})
 	if m, _ := g.Model(BaseAccount); m.Size() != 0 {
 		t.Errorf("NoShippedModel: %d tokens", m.Size())
+	}
+}
+
+// The blocklist verdict reaches the score: each listing adds its weight
+// times DNSBLPoints, and can file a message that scored under the junk
+// threshold without it.
+func TestDNSBLChangesScore(t *testing.T) {
+	f, err := New(Config{Logger: quiet(), NoShippedModel: true}) // the rules alone
+
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	raw := synth(3, "hello", "a short note about the weekend, nothing else to say")
+	clean, _ := f.Check(ctx, Input{Raw: raw, Accounts: []int64{1}})
+	listed, _ := f.Check(ctx, Input{Raw: raw, Accounts: []int64{1},
+		DNSBL: []DNSBLHit{{"zen.example", 1}, {"bl.example", 0.5}}})
+	if got, want := listed.Message.Score-clean.Message.Score, 4.5; math.Abs(got-want) > 0.011 {
+		t.Fatalf("listed %.2f, clean %.2f: the listings added %.2f, want %.2f", listed.Message.Score, clean.Message.Score, got, want)
+	}
+	names := []string{}
+	for _, h := range listed.Message.Hits {
+		names = append(names, h.Name)
+	}
+	if !slices.Contains(names, "DNSBL_zen.example") || !slices.Contains(names, "DNSBL_bl.example") {
+		t.Errorf("hits %v", names)
+	}
+	if clean.Message.Action != Accept || listed.Message.Action != Junk {
+		t.Errorf("clean %v (%.2f), listed %v (%.2f); want accept and junk", clean.Message.Action, clean.Message.Score, listed.Message.Action, listed.Message.Score)
 	}
 }

@@ -1,6 +1,7 @@
 package spam
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -93,8 +94,9 @@ func RuleNames() []Hit {
 }
 
 // runRules evaluates the table. weights overrides default scores by name;
-// a weight of 0 turns a rule off.
-func runRules(c *ruleCtx, weights map[string]float64) []Hit {
+// a weight of 0 turns a rule off. Each blocklist that listed the client
+// adds its weight times dnsblPoints, as DNSBL_<list>.
+func runRules(c *ruleCtx, weights map[string]float64, dnsblPoints float64) []Hit {
 	var hits []Hit
 	for _, r := range rules {
 		w := r.score
@@ -107,8 +109,8 @@ func runRules(c *ruleCtx, weights map[string]float64) []Hit {
 		hits = append(hits, Hit{r.name, w})
 	}
 	for _, d := range c.in.DNSBL {
-		if d.Score != 0 {
-			hits = append(hits, Hit{"DNSBL_" + d.List, d.Score})
+		if pts := math.Round(d.Weight*dnsblPoints*100) / 100; pts != 0 {
+			hits = append(hits, Hit{"DNSBL_" + d.List, pts})
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })

@@ -31,7 +31,7 @@ func ruleHits(t *testing.T, raw string, in Input) []string {
 		}
 	}
 	var names []string
-	for _, h := range runRules(rc, on) {
+	for _, h := range runRules(rc, on, 3) {
 		names = append(names, h.Name)
 	}
 	return names
@@ -98,11 +98,11 @@ func TestRuleWeightsOverride(t *testing.T) {
 	raw := []byte(strings.Replace(goodHeader, "Message-ID: <abc.123@example.org>\r\n", "", 1) + "\r\nx\r\n")
 	a := analyze(raw, nil)
 	in := &Input{Raw: raw}
-	hits := runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 0})
+	hits := runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 0}, 3)
 	if len(hits) != 0 {
 		t.Fatalf("weight 0 did not turn the rule off: %v", hits)
 	}
-	hits = runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 7})
+	hits = runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 7}, 3)
 	if len(hits) != 1 || hits[0].Score != 7 {
 		t.Fatalf("override: %v", hits)
 	}
