@@ -2,8 +2,6 @@ package spam
 
 import (
 	"strings"
-
-	"golang.org/x/net/publicsuffix"
 )
 
 // URL features that outlast the hosts themselves: spammers change
@@ -19,19 +17,6 @@ var shorteners = map[string]bool{
 	"is.gd": true, "buff.ly": true, "tiny.cc": true, "rebrand.ly": true, "cutt.ly": true,
 	"shorturl.at": true, "rb.gy": true, "x.co": true, "lnkd.in": true, "s.id": true,
 	"v.gd": true, "clck.ru": true, "t.ly": true, "bitly.com": true, "snip.ly": true,
-}
-
-// publicSuffix is the public suffix of a host name ("com", "co.uk"), ""
-// for an IP literal or a name without a dot.
-func publicSuffix(host string) string {
-	if !strings.Contains(host, ".") || isIPHost(host) {
-		return ""
-	}
-	s, _ := publicsuffix.PublicSuffix(host)
-	if len(s) > 24 {
-		return ""
-	}
-	return s
 }
 
 // hasUserinfo reports a URL whose authority holds an "@": what is shown
@@ -57,8 +42,10 @@ func (t *tokenSet) urlTokens(u, h string) {
 		t.add2("url:", h)
 		r := registrable(h)
 		t.add2("url:", r)
-		if sfx := publicSuffix(h); sfx != "" {
-			t.add2("tld:", sfx)
+		if i := strings.IndexByte(r, '.'); i > 0 && i < len(r)-1 {
+			// The suffix the domain was registered under ("com",
+			// "co.uk"), as registrable approximates it.
+			t.add2("tld:", r[i+1:])
 		}
 		if shorteners[r] || shorteners[h] {
 			t.add("url:shortener")
