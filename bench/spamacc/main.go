@@ -43,7 +43,7 @@ var (
 	dumpFile    string
 	// shipped base model
 	writeShipped, trainSources string
-	minCount                   int
+	minCount, accountTrain     int
 )
 
 func main() {
@@ -55,6 +55,7 @@ func main() {
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
 	flag.StringVar(&writeShipped, "write-shipped", "", "train on every SpamAssassin-corpus message (train.txt and test.txt) and write the shipped base model to this file (internal/spam/shipped/base.model.gz)")
 	flag.StringVar(&trainSources, "train-sources", "", "train only on messages of these sources (comma-separated file name prefixes, e.g. sa-): what a model trained on them gives on the split's test part")
+	flag.IntVar(&accountTrain, "account", -1, "a new account: score with the shipped base model, after training the account's own model on up to N spam and N ham of the split's training part, newest first (0: no training of its own)")
 	flag.IntVar(&minCount, "min-count", 0, "score with the trained model in the shipped form: tokens seen in fewer than N messages left out (0: the model as trained)")
 	flag.StringVar(&dumpFile, "dump", "", "write each scored message's label, classifier probability and rule points (TSV) to this file, to fit weights")
 	flag.StringVar(&splitName, "split", spamsplit.Random, "split to evaluate: "+strings.Join(spamsplit.All, ", ")+", or all (a summary of each)")
@@ -91,7 +92,7 @@ func run(corpus string, per time.Duration, junk float64) error {
 		return err
 	}
 	newFilter := func() (*spam.Filter, error) {
-		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1, NoShippedModel: true,
+		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1, NoShippedModel: accountTrain < 0,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
 	names := []string{splitName}
@@ -246,6 +247,28 @@ func summaryRow(name string, test []spamsplit.Sample, results []spam.Result) str
 func trainAndScore(f *spam.Filter, train, test []spamsplit.Sample) ([]spam.Result, *spam.Filter, error) {
 	start := time.Now()
 	n := 0
+	if accountTrain >= 0 {
+		// A new account: the shipped base model, and the account's own
+		// training on its newest messages (what a user moves into and
+		// out of Junk).
+		var ns, nh int
+		for i := len(train) - 1; i >= 0; i-- {
+			s := train[i]
+			if !trained(s) || s.Spam && ns >= accountTrain || !s.Spam && nh >= accountTrain {
+				continue
+			}
+			if s.Spam {
+				ns++
+			} else {
+				nh++
+			}
+			n++
+			if err := trainAccount(f, s); err != nil {
+				return nil, nil, err
+			}
+		}
+		train = nil
+	}
 	for _, s := range train {
 		if !trained(s) {
 			continue

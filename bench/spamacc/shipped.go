@@ -65,6 +65,14 @@ func trainOne(f *spam.Filter, s spamsplit.Sample) error {
 	return f.TrainHam(spam.BaseAccount, s.Raw)
 }
 
+// trainAccount trains account 1's own model (-account).
+func trainAccount(f *spam.Filter, s spamsplit.Sample) error {
+	if s.Spam {
+		return f.TrainSpam(1, s.Raw)
+	}
+	return f.TrainHam(1, s.Raw)
+}
+
 // trained reports whether -train-sources lets a message be trained.
 func trained(s spamsplit.Sample) bool {
 	if trainSources == "" {

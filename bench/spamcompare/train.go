@@ -93,9 +93,14 @@ func trainPeers(o options, dir string) error {
 			if spam {
 				class = "--spam"
 			}
-			if out, err := exec.Command("runuser", "-u", "debian-spamd", "--", "sa-learn", "-L", site, class, "-f", lists[spam]).CombinedOutput(); err != nil {
+			// Into the journal (--no-sync), merged once below: the same
+			// counts, several times faster.
+			if out, err := exec.Command("runuser", "-u", "debian-spamd", "--", "sa-learn", "-L", "--no-sync", site, class, "-f", lists[spam]).CombinedOutput(); err != nil {
 				return fmt.Errorf("sa-learn %s: %w: %s", class, err, tail(out))
 			}
+		}
+		if out, err := exec.Command("runuser", "-u", "debian-spamd", "--", "sa-learn", site, "--sync").CombinedOutput(); err != nil {
+			return fmt.Errorf("sa-learn --sync: %w: %s", err, tail(out))
 		}
 		if out, err := exec.Command(filepath.Join(o.peers, "start.sh"), "sa-bayes").CombinedOutput(); err != nil {
 			return fmt.Errorf("start spamd: %w: %s", err, out)

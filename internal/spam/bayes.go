@@ -249,19 +249,26 @@ func tokenProb(spamCount, hamCount, nspam, nham float64) float64 {
 }
 
 // classify returns the spam probability of a message from the combined
-// counts of the given models (a base model and an account's adjustments),
+// counts of the given models (a base model and an account's adjustments,
+// weighted by accountWeights),
 // and its strongest clues, strongest first. ok is false when the models
 // together have too little training.
 func classify(hashes []uint64, models ...*Model) (prob float64, clues []clue, ok bool) {
 	var nspam, nham float64
 	for _, m := range models {
+		if m != nil {
+			m.mu.RLock()
+			defer m.mu.RUnlock()
+		}
+	}
+	weights := accountWeights(models)
+	for k, m := range models {
 		if m == nil {
 			continue
 		}
-		m.mu.RLock()
-		defer m.mu.RUnlock()
-		nspam += float64(m.nspam)
-		nham += float64(m.nham)
+		w := weights[k]
+		nspam += w * float64(m.nspam)
+		nham += w * float64(m.nham)
 	}
 	if nspam < MinTrained || nham < MinTrained {
 		return 0.5, nil, false
@@ -269,13 +276,14 @@ func classify(hashes []uint64, models ...*Model) (prob float64, clues []clue, ok
 	clues = make([]clue, 0, 64)
 	for i, h := range hashes {
 		var s, hm float64
-		for _, m := range models {
+		for k, m := range models {
 			if m == nil {
 				continue
 			}
 			c := m.count(h)
-			s += float64(c.spam)
-			hm += float64(c.ham)
+			w := weights[k]
+			s += w * float64(c.spam)
+			hm += w * float64(c.ham)
 		}
 		if s+hm == 0 {
 			continue
@@ -328,3 +336,33 @@ func combine(clues []clue) float64 {
 	hamness := 1 - math.Exp(lnHam/n)
 	return (1 + (spamness-hamness)/(spamness+hamness)) / 2
 }
+
+// accountWeights are the weights of the models' counts: 1 for the base
+// model (models[0]) and, for an account's own model (models[1]),
+// sqrt(base messages / account messages) within [1, maxAccountWeight].
+// A user's own decisions are few beside the thousands of messages of
+// the base model (the shipped one: 6,045), and counted once each they
+// would move nothing for weeks; counted more while they are few, they
+// adapt the verdicts to this user's mail from the first few dozen, and
+// as they grow the weight falls back towards 1. The rule was chosen on
+// the time-ordered split (go run ./bench/spamacc -split time -account N
+// -train-sources trec07p-: the shipped base model and N of the account's
+// newest spam and ham): with 25 and 100 of each, recall on the newest
+// TREC mail rose from 72.8 and 82.9 % to 74.0 and 84.8 % while ham false
+// positives fell from 1.47 and 0.98 % to 0.74 and 0.25 %; with 400 it
+// changed little and with 1,000 cost 0.6 points of recall.
+func accountWeights(models []*Model) [2]float64 {
+	w := [2]float64{1, 1}
+	if len(models) < 2 || models[0] == nil || models[1] == nil {
+		return w
+	}
+	nb := float64(models[0].nspam) + float64(models[0].nham)
+	na := float64(models[1].nspam) + float64(models[1].nham)
+	if na > 0 {
+		w[1] = min(max(math.Sqrt(nb/na), 1), maxAccountWeight)
+	}
+	return w
+}
+
+// maxAccountWeight bounds how much one decision of a user counts.
+const maxAccountWeight = 10

@@ -2,6 +2,7 @@ package spam
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -143,5 +144,51 @@ func TestModelFileRoundTripAndDamage(t *testing.T) {
 	// A missing file is an empty model.
 	if m, err := LoadModel(filepath.Join(t.TempDir(), "none"), 0); err != nil || m.Size() != 0 {
 		t.Fatalf("missing: %v", err)
+	}
+}
+
+// An account's own decisions count more while they are few beside the
+// base model's messages, so that a user's few Junk moves already change
+// that user's verdicts.
+func TestAccountWeights(t *testing.T) {
+	mk := func(ns, nh uint32) *Model { m := NewModel(0); m.nspam, m.nham = ns, nh; return m }
+	for _, tc := range []struct {
+		base, acct *Model
+		want       float64
+	}{
+		{mk(100, 100), mk(4, 4), 5},      // sqrt(200/8)
+		{mk(100, 100), mk(0, 0), 1},      // nothing of its own
+		{mk(100, 100), mk(300, 100), 1},  // more than the base: never below 1
+		{mk(50000, 50000), mk(1, 1), 10}, // bounded
+	} {
+		if w := accountWeights([]*Model{tc.base, tc.acct}); w[0] != 1 || math.Abs(w[1]-tc.want) > 1e-9 {
+			t.Errorf("base %d, account %d messages: weights %v, want [1 %v]", tc.base.nspam+tc.base.nham, tc.acct.nspam+tc.acct.nham, w, tc.want)
+		}
+	}
+	if w := accountWeights([]*Model{mk(10, 10)}); w != [2]float64{1, 1} {
+		t.Errorf("base alone: %v", w)
+	}
+
+	f, err := New(Config{Logger: quiet(), NoShippedModel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	garden := "gardening tips for the spring season roses tulips compost"
+	for i := range 100 {
+		f.TrainHam(BaseAccount, synth(i, "gardening", garden))
+		f.TrainSpam(BaseAccount, synth(1000+i, "offer", spamBody))
+	}
+	// Account 1 calls the gardening newsletter spam, five times.
+	for i := range 5 {
+		f.TrainSpam(1, synth(2000+i, "gardening", garden))
+		f.TrainHam(1, synth(3000+i, "meeting", hamBody))
+	}
+	ctx := context.Background()
+	r, _ := f.Check(ctx, Input{Raw: synth(4000, "gardening", garden), Accounts: []int64{1, 2}})
+	// The base model's 100 hams still speak for it, but the account's
+	// five decisions, counted sqrt(200/10) = 4.5 times, move it well
+	// away from the others' verdict (counted once: about 0.02).
+	if own, other := r.Accounts[1].Bayes, r.Accounts[2].Bayes; own < 0.1 || other > 0.01 {
+		t.Errorf("gardening newsletter: the account that junked it %.3f, another %.3f", own, other)
 	}
 }
