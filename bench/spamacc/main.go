@@ -41,6 +41,7 @@ var (
 	bayesWeight float64
 	splitName   string
 	dumpFile    string
+	fit         bool
 	// shipped base model
 	writeShipped, trainSources string
 	minCount, accountTrain     int
@@ -57,6 +58,7 @@ func main() {
 	flag.StringVar(&trainSources, "train-sources", "", "train only on messages of these sources (comma-separated file name prefixes, e.g. sa-): what a model trained on them gives on the split's test part")
 	flag.IntVar(&accountTrain, "account", -1, "a new account: score with the shipped base model, after training the account's own model on up to N spam and N ham of the split's training part, newest first (0: no training of its own)")
 	flag.IntVar(&minCount, "min-count", 0, "score with the trained model in the shipped form: tokens seen in fewer than N messages left out (0: the model as trained)")
+	flag.BoolVar(&fit, "fit", false, "fit the classifier's weight and lean and the rules' weights by logistic regression on the scored messages (use with -validate)")
 	flag.StringVar(&dumpFile, "dump", "", "write each scored message's label, classifier probability and rule points (TSV) to this file, to fit weights")
 	flag.StringVar(&splitName, "split", spamsplit.Random, "split to evaluate: "+strings.Join(spamsplit.All, ", ")+", or all (a summary of each)")
 	era := flag.Bool("era", false, "only check the tokens of train.txt for years and for features of one source (2002 or 2007) rather than of spam")
@@ -136,6 +138,9 @@ func run(corpus string, per time.Duration, junk float64) error {
 			fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
 		}
 		operatingPoints(scored, results)
+		if fit {
+			fitWeights(scored, results, 1)
+		}
 		if dumpFile != "" {
 			if err := dump(dumpFile, name, scored, results); err != nil {
 				return err

@@ -337,7 +337,7 @@ func (f *Filter) action(score float64) Action {
 // is not: spam carries ham words (copied news, a list's vocabulary) far
 // more often than ham carries spam words. A logistic fit of the verdict
 // on the classifier's indicator and the rule hits over the time-ordered
-// validation part (go run ./bench/spamacc -split time -validate -dump;
+// validation part (go run ./bench/spamacc -split time -validate -fit;
 // docs/benchmarks.md) gave the default BayesWeight (11) and a lean of
 // 0.65; 1.2 more puts the default junk threshold (4) where that
 // validation's ham false positives stay at or under 0.2 %.
