@@ -80,10 +80,8 @@ func parseRelay(r string, ip netip.Addr) origin {
 	// parentheses, or, in the qmail and Exim forms, the word after "from".
 	if k := strings.Index(lr, "["+addr+"]"); k >= 0 {
 		before := strings.TrimSpace(lr[:k])
-		if p := strings.LastIndexByte(before, '('); p >= 0 && p >= len(before)-256 {
+		if p := strings.LastIndexByte(before, '('); p >= 0 {
 			o.rdns = strings.TrimSpace(before[p+1:])
-		} else if strings.HasSuffix(before, "from") {
-			o.rdns = ""
 		}
 		if strings.Contains(lr, "helo=") && !strings.HasPrefix(from, "[") {
 			o.rdns = from // Exim: from rdns ([addr] helo=x)

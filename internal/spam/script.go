@@ -63,7 +63,7 @@ func isInvisible(r rune) bool {
 	return false
 }
 
-// dominantScript is the script with most letters when it has at least
+// dominant is the script with most letters when it has at least
 // minScriptLetters and a fifth of all letters, else "".
 func (s *scriptCounts) dominant(letters int) string {
 	best, n := -1, int32(0)
