@@ -316,6 +316,7 @@ func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error
 			JunkThreshold:   cfg.Spam.JunkThreshold,
 			RejectThreshold: cfg.Spam.RejectThreshold,
 			NoReject:        cfg.Spam.NoReject,
+			NoShippedModel:  cfg.Spam.NoShippedModel,
 			Logger:          logger.With("component", "spam"),
 		})
 		if err != nil {
