@@ -3,15 +3,17 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"pimail/bench/spamsplit"
 	"pimail/internal/spam"
+	"pimail/internal/store"
 )
 
 // writeShippedModel trains a base model on every message of the
@@ -87,7 +89,7 @@ func trained(s spamsplit.Sample) bool {
 }
 
 // compacted returns a filter whose base model is f's in the shipped form
-// (-min-count), read back from a model file as pimail would read it.
+// (-min-count), read back from the model format as pimail reads it.
 func compacted(f *spam.Filter, cfg spam.Config) (*spam.Filter, error) {
 	m, err := f.Model(spam.BaseAccount)
 	if err != nil {
@@ -106,15 +108,8 @@ func compacted(f *spam.Filter, cfg spam.Config) (*spam.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "spamacc-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "base.model"), plain, 0o600); err != nil {
-		return nil, err
-	}
-	cfg.Dir = dir
+	cfg.Store = baseOnly(plain)
+	cfg.ReloadInterval = -1
 	c, err := spam.New(cfg)
 	if err != nil {
 		return nil, err
@@ -123,3 +118,26 @@ func compacted(f *spam.Filter, cfg spam.Config) (*spam.Filter, error) {
 	fmt.Printf("model in the shipped form (tokens in %d+ messages): %d of %d tokens, %d bytes gzipped\n", minCount, cm.Size(), m.Size(), size)
 	return c, nil
 }
+
+// baseOnly is a store.SpamModels holding one base model, read-only.
+type baseOnly []byte
+
+func (b baseOnly) SpamModel(_ context.Context, id int64) ([]byte, int64, error) {
+	if id != spam.BaseAccount {
+		return nil, 0, nil
+	}
+	return b, 1, nil
+}
+
+func (b baseOnly) SpamModelVersion(_ context.Context, id int64) (int64, error) {
+	if id != spam.BaseAccount {
+		return 0, nil
+	}
+	return 1, nil
+}
+
+func (baseOnly) SaveSpamModel(context.Context, int64, []byte, int64, []store.JunkTrained) (int64, error) {
+	return 0, errors.New("spamacc: the compacted model is read-only")
+}
+
+func (baseOnly) JunkTrained(context.Context, int64, int64) (bool, bool, error) { return false, false, nil }
