@@ -140,4 +140,6 @@ func (baseOnly) SaveSpamModel(context.Context, int64, []byte, int64, []store.Jun
 	return 0, errors.New("spamacc: the compacted model is read-only")
 }
 
-func (baseOnly) JunkTrained(context.Context, int64, int64) (bool, bool, error) { return false, false, nil }
+func (baseOnly) JunkTrained(context.Context, int64, int64) (bool, bool, error) {
+	return false, false, nil
+}
