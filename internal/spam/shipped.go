@@ -10,8 +10,8 @@ import (
 
 // The base model pimail ships with, so that a new installation files
 // spam from its first message instead of from the rules alone until the
-// admin trains a base model of its own. It is the model file format
-// (modelfile.go), gzip-compressed, trained by `go run ./bench/spamacc
+// admin trains a base model of its own. It is the model format
+// (modelcodec.go), gzip-compressed, trained by `go run ./bench/spamacc
 // -write-shipped internal/spam/shipped/base.model.gz` on the
 // SpamAssassin public corpus part of ../shared/corpus only: that part is
 // public domain data (PDDL 1.0 / CC0, see docs/benchmarks.md for the
