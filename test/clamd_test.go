@@ -31,7 +31,7 @@ func TestClamdAtDATA(t *testing.T) {
 	sock, stop := startRealClamd(t)
 	for _, down := range []string{"defer", "accept"} {
 		t.Run("clamd_down="+down, func(t *testing.T) {
-			cfg := fmt.Sprintf("[av]\nclamd = \"unix:%s\"\nclamd_timeout = \"10s\"\nclamd_down = %q\n", sock, down)
+			cfg := fmt.Sprintf("[av]\nclamd = \"unix:%s\"\nclamd_timeout = \"10s\"\nclamd_down = %q\n[spam]\nenabled = false\n", sock, down)
 			srv := NewServer(t, cfg)
 			rcpt := srv.AddAccounts("virus")[0]
 			srv.Start()

@@ -10,7 +10,7 @@ import (
 // the message's size, while all 15 mailboxes show it.
 func TestSingleCopy(t *testing.T) {
 	t.Parallel()
-	srv := NewServer(t, "")
+	srv := NewServer(t, "[spam]\nenabled = false\n") // not about spam: every message to INBOX
 	locals := make([]string, 15)
 	for i := range locals {
 		locals[i] = fmt.Sprintf("r%02d", i+1)

@@ -118,6 +118,10 @@ type Spam struct {
 	JunkThreshold   float64 `toml:"junk_threshold"`   // score filing the message into Junk
 	RejectThreshold float64 `toml:"reject_threshold"` // score refusing it at DATA with 550 5.7.1
 	NoReject        bool    `toml:"no_reject"`        // never refuse: certain spam goes to Junk too
+	// NoShippedModel: until a base model is trained here, score with the
+	// rules and each account's own model only, not the base model pimail
+	// ships with.
+	NoShippedModel bool `toml:"no_shipped_model"`
 }
 
 // AV configures virus scanning: a built-in attachment policy, and clamd
