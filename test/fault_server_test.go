@@ -38,7 +38,7 @@ type Listeners struct {
 }
 
 // withListeners picks free loopback ports for the listeners named
-// ("submission", "submissions", "pop3", "pop3s", "http", "imaps",
+// ("submission", "submissions", "pop3", "pop3s", "http", "https", "imaps",
 // "managesieve").
 func withListeners(t *testing.T, names ...string) Listeners {
 	t.Helper()

@@ -105,6 +105,7 @@ func adminDisable(t *testing.T, base, admin, account string) {
 // limiter as failed passwords: after enough of them from one address, a
 // correct LOGIN is refused too.
 func TestSCRAMIMAPPOP3(t *testing.T) {
+	t.Parallel()
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "[login]\ndelay = \"10ms\"\nmax_delay = \"40ms\"\n")
 	users := srv.AddAccounts("scram", "boss")

@@ -33,6 +33,10 @@ type Server struct {
 	Config string // path of a config file, or ""
 	// Prefix is a command the server runs under (e.g. prlimit), or nil.
 	Prefix []string
+	// Hostname is given to serve as --hostname; "" means test.local.
+	Hostname string
+	// Env is added to the environment of pimail serve.
+	Env []string
 
 	proc *serverProc
 }
@@ -58,6 +62,7 @@ func NewServer(t *testing.T, config string) *Server {
 			t.Fatal(err)
 		}
 	}
+	runTool(t, time.Minute, "", nil, pimailBin, "init", "--data", s.Data)
 	s.Admin("domain", "add", testDomain)
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(s.cleanup)
@@ -104,7 +109,11 @@ func (s *Server) StartWith(l Listeners) {
 	if s.proc != nil {
 		s.t.Fatal("server already running")
 	}
-	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
+	host := s.Hostname
+	if host == "" {
+		host = testDomain
+	}
+	args := []string{"serve", "--data", s.Data, "--hostname", host,
 		"--smtp", s.SMTP, "--imap", s.IMAP,
 		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
 		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", l.HTTPS,
@@ -118,6 +127,9 @@ func (s *Server) StartWith(l Listeners) {
 		p.cmd = exec.Command(s.Prefix[0], args...)
 	} else {
 		p.cmd = exec.Command(pimailBin, args...)
+	}
+	if len(s.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), s.Env...)
 	}
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log

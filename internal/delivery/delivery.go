@@ -25,12 +25,13 @@
 //     room are left out, and with none left the message is refused;
 //  8. store it once for all recipients (one blob, one row per mailbox).
 //
+// The client's blocklist listings (Envelope.DNSBL) enter at step 5, as
+// points of the spam score.
+//
 // The message is never copied whole on the way: fields are written into
 // room in front of it and the header is moved in place (message.go), so
 // a large message the SMTP server spooled and mapped from a file costs
 // file pages, not heap.
-//
-// Later steps (DNSBL) slot in before 8 without changing the callers.
 package delivery
 
 import (
@@ -45,6 +46,7 @@ import (
 	"pimail/internal/message"
 	"pimail/internal/metrics"
 	"pimail/internal/msgauth"
+	"pimail/internal/spam"
 	"pimail/internal/store"
 )
 
@@ -82,6 +84,11 @@ type Envelope struct {
 	// user (submission, webmail) or made by this server (DSNs). Sender
 	// authentication (WithAuth) is skipped for it.
 	Authenticated bool
+	// DNSBL lists the blocklists (RFC 5782) that list the client, with
+	// their configured weights: the SMTP server's lookup at connect
+	// (internal/dnsbl's Verdict.Hits), below its refusal threshold. The
+	// spam filter counts each (spam.Input.DNSBL).
+	DNSBL []spam.DNSBLHit
 }
 
 // Store is what the pipeline needs of the store: accounts (for quota

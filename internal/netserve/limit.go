@@ -23,8 +23,8 @@ const maxTrackedClients = 100_000
 // Limiter counts open connections in total and per client key, and
 // new connections per client key in a token bucket: rate tokens per
 // window, refilled continuously, so a client may open rate connections
-// at once and then one every window/rate. The IMAP and POP3 servers of
-// this package and the SMTP servers (internal/smtpd) share it.
+// at once and then one every window/rate. Every listener's Server has
+// one (IMAP, POP3, ManageSieve, HTTP and both SMTP roles).
 type Limiter struct {
 	maxTotal, maxPerClient, rate int // <= 0: no limit
 	window                       time.Duration

@@ -124,6 +124,7 @@ func (r mxRole) deliver(s *session, id string, sp *spool, fr *framer) *reply {
 	env := delivery.Envelope{
 		ID: id, MailFrom: s.from, Recipients: s.rcpts,
 		RemoteIP: s.ip.String(), Helo: s.helo, TLS: s.tls != nil,
+		DNSBL: dnsblHits(r.reputation(s)),
 	}
 	ctx, cancel := context.WithTimeout(r.srv.ctx, r.srv.cfg.DeliverTimeout)
 	defer cancel()
@@ -136,12 +137,6 @@ func (r mxRole) deliver(s *session, id string, sp *spool, fr *framer) *reply {
 		return reply
 	}
 	release(true)
-	// The blocklist score is for the spam filter; delivery.Envelope has
-	// no field for it yet, so a listed client's score is logged with the
-	// message ID.
-	if v := r.reputation(s); v.Score > 0 {
-		r.srv.log.Info("message accepted from a listed client", "id", id, "dnsbl_score", v.Score, "dnsbl_lists", v.Listed)
-	}
 	metrics.MessagesAccepted.With(metrics.ProtoSMTP).Inc()
 	return replyAccepted("delivered", id)
 }
