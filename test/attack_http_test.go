@@ -20,6 +20,7 @@ import (
 // test on loopback cannot show from outside: internal/server's
 // TestRefusePlainLogins does.)
 func TestAttackPlainHTTP(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	users := srv.AddAccounts("web")
 	l := withListeners(t, "http", "https")
@@ -74,6 +75,7 @@ func TestAttackPlainHTTP(t *testing.T) {
 // site by a tab (browsers drop tabs and newlines in URLs, so "/\t/x" is
 // "//x"), and IMAP answering client mistakes with NO [SERVERBUG].
 func TestAttackSmallThings(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	users := srv.AddAccounts("small")
 	l := withListeners(t, "http")

@@ -163,6 +163,7 @@ func TestAttackMemoryPerMessage(t *testing.T) {
 // a single part larger than clamd takes is refused (av.too_large =
 // reject, the default) with 552 5.3.4.
 func TestAttackLargeMessageVirusScan(t *testing.T) {
+	t.Parallel()
 	sock, _ := startRealClamdMax(t, "25M")
 	srv := NewServer(t, fmt.Sprintf("[av]\nclamd = \"unix:%s\"\nclamd_timeout = \"60s\"\n[spam]\nenabled = false\n", sock))
 	rcpt := srv.AddAccounts("scan")[0]

@@ -59,6 +59,7 @@ func (d dataConn) replies(n int) []string {
 //   - "CRLF . CR x": accepted with the dot and the CR dropped. A server
 //     that ends lines at CR reads ".", so it is refused.
 func TestAttackSMTPEndOfData(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "[spam]\nenabled = false\n")
 	users := srv.AddAccounts("eod-a", "eod-b")
 	srv.Start()
@@ -138,6 +139,7 @@ var smugglingVariants = map[string]string{
 // in CR LF, a CR inside a line stays. Every smuggling variant is still
 // refused.
 func TestHamWithBareLineEndings(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "[spam]\nenabled = false\n")
 	users := srv.AddAccounts("ham")
 	srv.Start()
@@ -332,6 +334,7 @@ func withLoneBreaks(msg []byte, rng *rand.Rand) []byte {
 // "421 Too many errors" and kept the session (NOOP got 250, a later
 // message was queued). RFC 5321 §3.8: 421 closes the connection.
 func TestAttackSubmission421Closes(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "[smtp]\nmax_errors = 3\n[submission]\nallow_loopback_auth = true\n")
 	users := srv.AddAccounts("errs")
 	l := withListeners(t, "submission")

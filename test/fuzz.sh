@@ -3,7 +3,7 @@
 #
 #   bash test/fuzz.sh                  # every target, 10 s each
 #   PIMAIL_FUZZTIME=2m bash test/fuzz.sh
-#   bash test/fuzz.sh smtpd imapwire   # only packages whose path contains a word
+#   bash test/fuzz.sh smtpserver imapwire   # only packages whose path contains a word
 #
 # Targets are found with grep ('func FuzzXxx(' in *_test.go), so new ones
 # are picked up without editing this file. A failing input is written by
