@@ -2,25 +2,49 @@ package smtpserver
 
 import (
 	"bufio"
+	"crypto/tls"
 	"net"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestTrickledCommandTimesOut: a client that sends one byte at a time and
-// never ends its line is dropped at the command timeout. Without the
-// gatedConn read guard, bufio hands go-smtp the partial line when the
-// deadline passes, go-smtp answers it and waits afresh, and the session
-// lives as long as the client keeps trickling.
+// A client that sends one byte at a time and never ends its line is
+// dropped at the read timeout (RFC 5321 §4.5.3.2: the timeout bounds a
+// command, not each byte of it), in both roles, on submission's STARTTLS
+// port and on its implicit-TLS port: the deadline of a line is set when
+// the server starts waiting for it (conn.readLine), so bytes that trickle
+// in do not move it.
 func TestTrickledCommandTimesOut(t *testing.T) {
 	const timeout = 400 * time.Millisecond
-	e := newEnv(t, Config{ReadTimeout: timeout})
-	c, err := net.DialTimeout("tcp", e.addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	mx := newEnv(t, Config{ReadTimeout: timeout})
+	sub := newSubmitEnv(t, Config{ReadTimeout: timeout})
+	for _, c := range []struct {
+		name string
+		dial func() (net.Conn, error)
+	}{
+		{"MX", func() (net.Conn, error) { return net.DialTimeout("tcp", mx.addr, 5*time.Second) }},
+		{"submission", func() (net.Conn, error) { return net.DialTimeout("tcp", sub.addr, 5*time.Second) }},
+		{"submission implicit TLS", func() (net.Conn, error) {
+			return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", sub.tlsAddr, sub.clientTLS)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := c.dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			trickle(t, conn, timeout)
+		})
 	}
-	defer c.Close()
+}
+
+// trickle reads the greeting, then writes a byte every timeout/4 for up
+// to ten timeouts, and fails unless the server closes within 4 timeouts.
+func trickle(t *testing.T, c net.Conn, timeout time.Duration) {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	r := bufio.NewReader(c)
 	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "220 ") {
 		t.Fatalf("greeting %q %v", line, err)
@@ -28,7 +52,6 @@ func TestTrickledCommandTimesOut(t *testing.T) {
 	start := time.Now()
 	closed := make(chan time.Duration, 1)
 	go func() {
-		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 		for {
 			if _, err := r.ReadString('\n'); err != nil {
 				closed <- time.Since(start)
@@ -36,13 +59,13 @@ func TestTrickledCommandTimesOut(t *testing.T) {
 			}
 		}
 	}()
-	// Trickle for up to 10 command timeouts, a byte every timeout/4.
-	for i := 0; i < 40; i++ {
+	for range 40 {
 		select {
 		case d := <-closed:
 			if d > 4*timeout {
-				t.Fatalf("trickling client dropped only after %v (command timeout %v)", d, timeout)
+				t.Fatalf("trickling client dropped only after %v (read timeout %v)", d, timeout)
 			}
+			t.Logf("dropped after %v", d.Round(time.Millisecond))
 			return
 		case <-time.After(timeout / 4):
 		}
@@ -50,5 +73,31 @@ func TestTrickledCommandTimesOut(t *testing.T) {
 			return // closed by the server
 		}
 	}
-	t.Fatalf("trickling client still connected after %v (command timeout %v)", time.Since(start), timeout)
+	t.Fatalf("trickling client still connected after %v (read timeout %v)", time.Since(start), timeout)
+}
+
+// TestSlowButCompleteCommands: a client that sends whole commands, each
+// within the read timeout, is not cut.
+func TestSlowButCompleteCommands(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	e := newSubmitEnv(t, Config{ReadTimeout: timeout})
+	c, err := net.DialTimeout("tcp", e.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(c)
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "220 ") {
+		t.Fatalf("greeting %q %v", line, err)
+	}
+	for range 4 {
+		time.Sleep(timeout / 2)
+		if _, err := c.Write([]byte("NOOP\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "250 ") {
+			t.Fatalf("NOOP: %q %v", line, err)
+		}
+	}
 }

@@ -353,8 +353,8 @@ func (r rawTP) cmdClass(t *testing.T, line string, class int) {
 }
 
 // TestServeWrappedTLSListener: Serve given a listener from tls.NewListener
-// (as `pimail serve` opens port 465) runs implicit TLS: go-smtp sees a TLS
-// session, so EHLO offers AUTH and no STARTTLS (RFC 3207 §4.2), and AUTH
+// (as `pimail serve` opens port 465) runs implicit TLS: the session sees TLS
+// from its start, so EHLO offers AUTH and no STARTTLS (RFC 3207 §4.2), and AUTH
 // PLAIN works.
 func TestServeWrappedTLSListener(t *testing.T) {
 	e := newSubmitEnv(t, Config{})
