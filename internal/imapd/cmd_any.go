@@ -26,7 +26,7 @@ func (s *session) capabilities() string {
 	caps = append(caps, "LITERAL+", "MULTIAPPEND", "ID", "ENABLE", "IDLE", "NAMESPACE", "UNSELECT", "UIDPLUS",
 		"MOVE", "CHILDREN", "SPECIAL-USE", "LIST-EXTENDED", "LIST-STATUS", "ESEARCH",
 		"STATUS=SIZE", "BINARY", "UTF8=ACCEPT", "CONDSTORE", "QRESYNC", "SEARCHRES",
-		"SORT", "SORT=DISPLAY", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",
+		"SORT", "SORT=DISPLAY", "ESORT", "CONTEXT=SEARCH", "CONTEXT=SORT", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",
 		"COMPRESS=DEFLATE", "CREATE-SPECIAL-USE",
 		"APPENDLIMIT="+strconv.FormatInt(s.srv.cfg.MaxLiteralSize, 10))
 	caps = append(caps, s.quotaCapabilities()...) // quota.go

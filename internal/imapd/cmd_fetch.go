@@ -241,6 +241,7 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, rawIsHeade
 		}
 		return rootPart(m, raw)
 	}
+	s.announceKeywords(m.Keywords) // before the buffer is taken: it may write FLAGS
 	b := w.AvailableBuffer()
 	b = append(b, "* "...)
 	b = strconv.AppendUint(b, uint64(i+1), 10)

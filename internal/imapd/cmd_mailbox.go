@@ -221,7 +221,9 @@ func (s *session) writeStatus(name string, items []string) error {
 		case "SIZE":
 			s.w.Int(st.Size)
 		case "RECENT":
-			n := 0
+			// The unclaimed messages (recent.go), or this session's own
+			// recent ones when it has the mailbox selected.
+			n := st.Recent
 			if s.sel != nil && s.sel.mb.ID == st.ID {
 				n = len(s.sel.recent)
 			}

@@ -13,10 +13,7 @@ const maxSearchKeyDepth = 100
 
 // searchInfo is what a search reports besides its matches.
 type searchInfo struct {
-	// usesModSeq: the program has a MODSEQ key, so the answer carries the
-	// highest MODSEQ of the matches (RFC 7162 §3.1.5, §3.1.6).
-	usesModSeq bool
-	maxModSeq  uint64
+	usesModSeq bool // the program has a MODSEQ key (searchResult)
 }
 
 // toStoreQuery translates a parsed search key (RFC 9051 §6.4.4) into the

@@ -405,6 +405,7 @@ func init() {
 		"GETQUOTAROOT": {cmdGetQuotaRoot, authed},
 		"GETQUOTA":     {cmdGetQuota, authed},
 		"CHECK":        {cmdNoop, selected},
+		"CANCELUPDATE": {cmdCancelUpdate, selected},
 		"CLOSE":        {cmdClose, selected},
 		"UNSELECT":     {cmdUnselect, selected},
 		"EXPUNGE":      {cmdExpunge, selected},

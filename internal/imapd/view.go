@@ -42,6 +42,9 @@ type mailboxView struct {
 	pendingFloor uint64
 	dirty        bool     // a change event arrived or this session changed the mailbox
 	saved        []uint32 // SEARCHRES "$" (RFC 5182), ascending UIDs
+	// announced are the keywords the last FLAGS response listed.
+	announced map[string]bool
+	contexts  []*updateContext // live searches (RFC 5267 §4, context.go)
 }
 
 // index returns the position of uid in the view.
@@ -134,7 +137,7 @@ func (v *mailboxView) uidsOf(idx []int) []uint32 {
 // and deduplicated rather than lost.
 func newView(mb store.Mailbox, msgs []store.MessageMeta, readOnly bool) *mailboxView {
 	v := &mailboxView{mb: mb, readOnly: readOnly, modseq: mb.HighestModSeq,
-		recent: map[uint32]bool{}, pending: map[uint32]bool{}}
+		recent: map[uint32]bool{}, pending: map[uint32]bool{}, announced: map[string]bool{}}
 	v.uids = make([]uint32, 0, len(msgs))
 	v.flags = make([]msgFlags, 0, len(msgs))
 	for _, m := range msgs {
@@ -175,6 +178,8 @@ func (s *session) syncMailbox(allowExpunge, force bool) error {
 	}
 	if allowExpunge && len(v.pending) > 0 {
 		s.reportExpunges()
+	} else {
+		s.updateContexts()
 	}
 	s.reportModSeq()
 	return nil
@@ -242,9 +247,11 @@ func (s *session) applyChanges(ch store.Changes) {
 		if m.UID > v.maxUID() {
 			v.uids = append(v.uids, m.UID)
 			v.flags = append(v.flags, msgFlags{m.Flags, m.Keywords, m.ModSeq})
-			v.recent[m.UID] = true
 			added++
 		}
+	}
+	if added > 0 {
+		s.markRecent(v.uids[len(v.uids)-added:])
 	}
 	for _, uid := range ch.Expunged {
 		if _, ok := v.index(uid); ok {
@@ -262,6 +269,9 @@ func (s *session) applyChanges(ch store.Changes) {
 		if !s.rev2 {
 			s.w.Raw("* ").Int(int64(len(v.recent))).Raw(" RECENT").CRLF()
 		}
+		for _, f := range v.flags[len(v.flags)-added:] {
+			s.announceKeywords(f.keywords)
+		}
 	}
 	for _, uid := range flagChanged {
 		if i, ok := v.index(uid); ok {
@@ -275,6 +285,7 @@ func (s *session) applyChanges(ch store.Changes) {
 // or one VANISHED response once QRESYNC is enabled (RFC 7162 §3.2.10).
 func (s *session) reportExpunges() {
 	v := s.sel
+	s.updateContexts() // REMOVEFROM in the numbers before the expunges
 	var idx []int
 	for uid := range v.pending {
 		if i, ok := v.index(uid); ok {
@@ -337,6 +348,7 @@ func (s *session) expungeNow(uids []uint32) {
 // MODSEQ (RFC 7162 §3.1, as corrected by erratum 1807).
 func (s *session) writeFlagsFetch(i int, withUID bool) {
 	v := s.sel
+	s.announceKeywords(v.flags[i].keywords)
 	s.w.Raw("* ").Int(int64(i + 1)).Raw(" FETCH (")
 	if withUID || s.condstore {
 		s.w.Raw("UID ").Number(uint64(v.uids[i])).SP()

@@ -122,10 +122,13 @@ type Mailbox struct {
 	AccountID     int64
 	Name          string // full name, HierarchySeparator between levels; "INBOX" is case-insensitive
 	SpecialUse    string // one of the Special* constants
-	Subscribed    bool
+	Subscribed    bool   // the name is subscribed (Subscriptions)
 	UIDValidity   uint32
 	UIDNext       uint32
 	HighestModSeq uint64
+	// FirstRecentUID is the lowest UID no session has claimed as
+	// \Recent yet (Recent).
+	FirstRecentUID uint32
 }
 
 // MailboxStatus is a mailbox plus its counters.
@@ -134,6 +137,7 @@ type MailboxStatus struct {
 	Messages int
 	Unseen   int
 	Size     int64 // sum of message sizes
+	Recent   int   // messages at or above FirstRecentUID (Recent)
 }
 
 // MessageMeta is one message in one mailbox, as answered from the index.
@@ -284,7 +288,12 @@ type Store interface {
 	// "a/x" to "b/x"). Renaming INBOX moves its messages into a new mailbox
 	// and leaves INBOX empty (RFC 9051 §6.3.6).
 	RenameMailbox(ctx context.Context, accountID int64, from, to string) error
-	SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error
+
+	// Subscriptions are kept apart from the mailboxes (subscriptions.go).
+	Subscriptions
+
+	// Recent keeps IMAP4rev1's \Recent (recent.go).
+	Recent
 
 	// Messages.
 	// UIDs lists the mailbox's messages in ascending UID order with their
