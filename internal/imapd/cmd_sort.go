@@ -57,10 +57,16 @@ func (s *session) loadSortItems(hits []int) ([]sortItem, error) {
 	return items, nil
 }
 
-// firstAddress is the first real address of a list (group markers skipped).
+// firstAddress is the first entry of an address list. A group counts
+// with its name as the mailbox and display name, as Dovecot sorts it
+// (RFC 5256 and RFC 5957 say nothing of groups; imaptest's sort-addresses
+// and sort-display-to expect this).
 func firstAddress(list []message.Address) (message.Address, bool) {
 	for _, a := range list {
-		if a.Group == "" && !a.End {
+		switch {
+		case a.Group != "":
+			return message.Address{Name: a.Group, Mailbox: a.Group}, true
+		case !a.End:
 			return a, true
 		}
 	}
@@ -82,7 +88,10 @@ func displayKey(list []message.Address) string {
 	}
 	name := strings.TrimSpace(message.DecodeHeaderValue(a.Name))
 	if name == "" {
-		name = a.Mailbox + "@" + a.Host
+		name = a.Mailbox
+		if a.Host != "" {
+			name += "@" + a.Host
+		}
 	}
 	return strings.ToLower(name)
 }
