@@ -310,12 +310,14 @@ func cmdIdle(s *session, cmd *command) (string, string, error) {
 				s.events = nil
 				continue
 			}
-			if s.sel == nil || ev.MailboxID != s.sel.mb.ID {
-				continue
+			s.noteEvent(ev)
+			if s.sel != nil && s.sel.dirty {
+				if err := s.syncMailbox(true, false); err != nil {
+					s.log.Error("imap idle sync", "err", err)
+				}
 			}
-			s.sel.dirty = true
-			if err := s.syncMailbox(true, false); err != nil {
-				s.log.Error("imap idle sync", "err", err)
+			if err := s.sendNotifications(); err != nil {
+				s.log.Error("imap idle notifications", "err", err)
 			}
 			if err := s.flush(); err != nil {
 				s.conn.Close() // ends the reader goroutine

@@ -185,6 +185,11 @@ func (s *session) writeStatus(name string, items []string) error {
 	if err != nil {
 		return storeErr(err, "mailbox")
 	}
+	return s.writeStatusOf(st, items)
+}
+
+// writeStatusOf writes the "* STATUS" response of a mailbox status.
+func (s *session) writeStatusOf(st store.MailboxStatus, items []string) error {
 	deleted := 0
 	for _, it := range items {
 		if it == "DELETED" {

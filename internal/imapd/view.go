@@ -203,9 +203,20 @@ func (s *session) reportModSeq() {
 	}
 }
 
+// noteEvent marks the view dirty for an event of its mailbox and keeps
+// the others for NOTIFY.
+func (s *session) noteEvent(ev store.Event) {
+	if s.sel != nil && ev.MailboxID == s.sel.mb.ID {
+		s.sel.dirty = true
+	}
+	if s.notify != nil {
+		s.notify.noteEvent(ev)
+	}
+}
+
 // drainEvents marks the view dirty when an event for it is waiting.
 func (s *session) drainEvents() {
-	if s.events == nil || s.sel == nil {
+	if s.events == nil || s.sel == nil && s.notify == nil {
 		return
 	}
 	for i := 0; i < 1000; i++ {
@@ -215,9 +226,7 @@ func (s *session) drainEvents() {
 				s.events = nil
 				return
 			}
-			if ev.MailboxID == s.sel.mb.ID {
-				s.sel.dirty = true
-			}
+			s.noteEvent(ev)
 		default:
 			return
 		}
