@@ -55,8 +55,8 @@ type session struct {
 	sel       *mailboxView
 	notify    *notifyState // NOTIFY SET is in force (RFC 5465, notify.go)
 	bad       int          // consecutive BAD responses
-	preAuth   int // commands before authentication
-	failed    int // failed authentications
+	preAuth   int          // commands before authentication
+	failed    int          // failed authentications
 }
 
 func newSession(srv *Server, c net.Conn) *session {
