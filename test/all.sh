@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README: "bash test/all.sh"); CI runs it too.
 #
-# Installs the client tools the tests drive (Debian's isync, mutt, swaks,
+# Installs the client tools the tests drive (Debian's isync, mutt, neomutt, swaks,
 # offlineimap3, clamav-daemon for the real-clamd test, chromium for the
 # webmail browser test, postfix for the interop test) when they are
 # missing, then: gofmt check, go vet, CGO-free builds for amd64, arm64 and
@@ -26,6 +26,7 @@ install_clients() {
 	local missing=()
 	command -v mbsync >/dev/null 2>&1 || missing+=(isync)
 	command -v mutt >/dev/null 2>&1 || missing+=(mutt)
+	command -v neomutt >/dev/null 2>&1 || missing+=(neomutt)
 	command -v swaks >/dev/null 2>&1 || missing+=(swaks)
 	command -v script >/dev/null 2>&1 || missing+=(bsdutils)
 	command -v python3 >/dev/null 2>&1 || missing+=(python3)

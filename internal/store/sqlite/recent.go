@@ -13,7 +13,14 @@ import (
 // (store.Recent): one UPDATE of the mailbox row, relaxed like StoreFlags.
 func (s *Store) ClaimRecent(ctx context.Context, mailboxID int64, upTo uint32) (uint32, error) {
 	var first uint32
-	err := s.writeRelaxed(ctx, func(w *wtx) error {
+	// Most claims find nothing left: another session of the same mailbox
+	// was first. A read says so without a write; the floor only rises,
+	// so a floor above upTo seen by a read stays above it.
+	err := s.readRow(ctx, "SELECT first_recent_uid FROM mailboxes WHERE id = ?", mailboxID).Scan(&first)
+	if err == nil && first > upTo {
+		return first, nil
+	}
+	err = s.writeRelaxed(ctx, func(w *wtx) error {
 		err := w.queryRow("SELECT first_recent_uid FROM mailboxes WHERE id = ?", mailboxID).Scan(&first)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("mailbox %d: %w", mailboxID, store.ErrNotFound)
