@@ -230,7 +230,7 @@ func (s *session) writeStatusOf(st store.MailboxStatus, items []string) error {
 			// recent ones when it has the mailbox selected.
 			n := st.Recent
 			if s.sel != nil && s.sel.mb.ID == st.ID {
-				n = len(s.sel.recent)
+				n = s.sel.recentCount()
 			}
 			s.w.Int(int64(n))
 		case "HIGHESTMODSEQ":

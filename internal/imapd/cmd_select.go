@@ -59,7 +59,7 @@ func cmdSelect(s *session, cmd *command) (string, string, error) {
 	w := s.w
 	w.Raw("* ").Int(int64(len(v.uids))).Raw(" EXISTS").CRLF()
 	if !s.rev2 {
-		w.Raw("* ").Int(int64(len(v.recent))).Raw(" RECENT").CRLF()
+		w.Raw("* ").Int(int64(v.recentCount())).Raw(" RECENT").CRLF()
 	}
 	s.writeMailboxFlags()
 	w.Raw("* OK [UIDVALIDITY ").Number(uint64(mb.UIDValidity)).Raw("] UIDs valid").CRLF()

@@ -1,5 +1,7 @@
 package imapd
 
+import "pimail/internal/store"
+
 // This file keeps \Recent for IMAP4rev1 sessions (RFC 3501 §2.3.2): a
 // message is recent in exactly one session, the first to be told of it.
 // The store keeps per mailbox the lowest UID no session has claimed
@@ -31,9 +33,33 @@ func (s *session) markRecent(uids []uint32) {
 		}
 		first = f
 	}
-	for _, u := range uids {
-		if u >= first {
-			v.recent[u] = true
+	if lo := max(first, uids[0]); lo <= uids[len(uids)-1] {
+		v.recent = append(v.recent, store.UIDRange{Start: lo, Stop: uids[len(uids)-1]})
+	}
+}
+
+// isRecent reports whether uid is \Recent in this session. The ranges
+// are few (one per claim), so a scan from the end, where new mail is,
+// costs little.
+func (v *mailboxView) isRecent(uid uint32) bool {
+	for i := len(v.recent) - 1; i >= 0; i-- {
+		if r := v.recent[i]; uid >= r.Start && uid <= r.Stop {
+			return true
 		}
 	}
+	return false
+}
+
+// recentCount is the number of messages of the view that are \Recent.
+func (v *mailboxView) recentCount() int {
+	n := 0
+	for _, r := range v.recent {
+		lo, _ := v.index(r.Start)
+		hi, found := v.index(r.Stop)
+		if found {
+			hi++
+		}
+		n += hi - lo
+	}
+	return n
 }

@@ -30,7 +30,7 @@ type mailboxView struct {
 	readOnly bool
 	uids     []uint32 // ascending; seq = index+1
 	flags    []msgFlags
-	recent   map[uint32]bool // arrived after this session's SELECT (rev1 \Recent)
+	recent   store.UIDSet // ascending ranges of UIDs \Recent in this session (recent.go)
 	modseq   uint64          // changes up to here are known
 	// pending are UIDs expunged in the store but not yet reported
 	// (RFC 9051 §7.5.1 forbids EXPUNGE during FETCH/STORE/SEARCH).
@@ -137,7 +137,7 @@ func (v *mailboxView) uidsOf(idx []int) []uint32 {
 // and deduplicated rather than lost.
 func newView(mb store.Mailbox, msgs []store.MessageMeta, readOnly bool) *mailboxView {
 	v := &mailboxView{mb: mb, readOnly: readOnly, modseq: mb.HighestModSeq,
-		recent: map[uint32]bool{}, pending: map[uint32]bool{}, announced: map[string]bool{}}
+		pending: map[uint32]bool{}, announced: map[string]bool{}}
 	v.uids = make([]uint32, 0, len(msgs))
 	v.flags = make([]msgFlags, 0, len(msgs))
 	for _, m := range msgs {
@@ -276,7 +276,7 @@ func (s *session) applyChanges(ch store.Changes) {
 	if added > 0 {
 		s.w.Raw("* ").Int(int64(len(v.uids))).Raw(" EXISTS").CRLF()
 		if !s.rev2 {
-			s.w.Raw("* ").Int(int64(len(v.recent))).Raw(" RECENT").CRLF()
+			s.w.Raw("* ").Int(int64(v.recentCount())).Raw(" RECENT").CRLF()
 		}
 		for _, f := range v.flags[len(v.flags)-added:] {
 			s.announceKeywords(f.keywords)
@@ -329,7 +329,6 @@ func (s *session) removeIndexes(idx []int) {
 	drop := make(map[int]bool, len(idx))
 	for _, i := range idx {
 		drop[i] = true
-		delete(v.recent, v.uids[i])
 	}
 	j := 0
 	for i := range v.uids {
@@ -363,7 +362,7 @@ func (s *session) writeFlagsFetch(i int, withUID bool) {
 		s.w.Raw("UID ").Number(uint64(v.uids[i])).SP()
 	}
 	s.w.Raw("FLAGS ")
-	s.writeFlags(v.flags[i], v.recent[v.uids[i]])
+	s.writeFlags(v.flags[i], v.isRecent(v.uids[i]))
 	if s.condstore {
 		s.w.Raw(" MODSEQ (").Number(v.flags[i].modseq).Byte(')')
 	}
