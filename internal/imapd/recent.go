@@ -33,9 +33,17 @@ func (s *session) markRecent(uids []uint32) {
 		}
 		first = f
 	}
-	if lo := max(first, uids[0]); lo <= uids[len(uids)-1] {
-		v.recent = append(v.recent, store.UIDRange{Start: lo, Stop: uids[len(uids)-1]})
+	lo, hi := max(first, uids[0]), uids[len(uids)-1]
+	if lo > hi {
+		return
 	}
+	// Claims of the next UIDs extend the last range: a session that
+	// appends message after message keeps one range, not one each.
+	if n := len(v.recent); n > 0 && v.recent[n-1].Stop+1 >= lo {
+		v.recent[n-1].Stop = max(v.recent[n-1].Stop, hi)
+		return
+	}
+	v.recent = append(v.recent, store.UIDRange{Start: lo, Stop: hi})
 }
 
 // isRecent reports whether uid is \Recent in this session. The ranges
