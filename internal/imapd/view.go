@@ -31,7 +31,7 @@ type mailboxView struct {
 	uids     []uint32 // ascending; seq = index+1
 	flags    []msgFlags
 	recent   store.UIDSet // ascending ranges of UIDs \Recent in this session (recent.go)
-	modseq   uint64          // changes up to here are known
+	modseq   uint64       // changes up to here are known
 	// pending are UIDs expunged in the store but not yet reported
 	// (RFC 9051 §7.5.1 forbids EXPUNGE during FETCH/STORE/SEARCH).
 	pending map[uint32]bool
