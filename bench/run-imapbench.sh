@@ -85,7 +85,7 @@ for mbox in "${mboxes[@]}"; do
 	"$tmp/pimail" account add --data "$data" --password bench-password-1 me@localhost >/dev/null
 	imap="127.0.0.1:${IMAP_PORT:-$(free_port)}"
 	"$tmp/pimail" serve --data "$data" --hostname bench.local --smtp "" --imap "$imap" \
-		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" \
+		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --managesieve "" --http "" --https "" \
 		2>"$tmp/server.log" &
 	pid=$!
 	for _ in $(seq 300); do

@@ -86,7 +86,7 @@ imported() { sed -n 's/^imported \([0-9]*\) messages.*/\1/p' <<<"$1"; }
 pimail_dump() {
 	local imap="127.0.0.1:$(free_port)"
 	"$tmp/pimail" serve --data "$data" --hostname bench.local --smtp "" --imap "$imap" \
-		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" \
+		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --managesieve "" --http "" --https "" \
 		2>"$tmp/server.log" &
 	pid=$!
 	for _ in $(seq 300); do

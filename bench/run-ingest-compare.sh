@@ -90,7 +90,7 @@ start_pimail() {
 	local from
 	from=$(wc -l <"$tmp/server.log")
 	"$@" "$tmp/pimail" serve --data "$data" --hostname mail.bench.test --smtp "$psmtp" --imap "$pimap" \
-		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" \
+		--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --managesieve "" --http "" --https "" \
 		2>>"$tmp/server.log" &
 	pid=$!
 	for _ in $(seq 300); do

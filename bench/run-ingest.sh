@@ -47,7 +47,7 @@ smtp="127.0.0.1:$(free_port)"
 imap="127.0.0.1:$(free_port)"
 
 "$tmp/pimail" serve --data "$data" --hostname bench.local --smtp "$smtp" --imap "$imap" \
-	--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --http "" --https "" \
+	--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --managesieve "" --http "" --https "" \
 	2>"$tmp/server.log" &
 pid=$!
 for _ in $(seq 300); do

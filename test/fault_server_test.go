@@ -33,10 +33,12 @@ type Listeners struct {
 	HTTP        string
 	IMAPS       string
 	POP3S       string // implicit TLS (995)
+	ManageSieve string
 }
 
 // withListeners picks free loopback ports for the listeners named
-// ("submission", "submissions", "pop3", "pop3s", "http", "imaps").
+// ("submission", "submissions", "pop3", "pop3s", "http", "imaps",
+// "managesieve").
 func withListeners(t *testing.T, names ...string) Listeners {
 	t.Helper()
 	var l Listeners
@@ -54,6 +56,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 			l.IMAPS = freeAddr(t)
 		case "pop3s":
 			l.POP3S = freeAddr(t)
+		case "managesieve":
+			l.ManageSieve = freeAddr(t)
 		default:
 			t.Fatalf("unknown listener %q", n)
 		}

@@ -51,6 +51,7 @@ func TestQuickstartAndCheckDNS(t *testing.T) {
 		"autoconfig." + domain + ". 3600 IN CNAME " + host + ".",
 		"_submission._tcp." + domain + ". 3600 IN SRV 0 1 587 " + host + ".",
 		"_pop3s._tcp." + domain + ". 3600 IN SRV 0 1 995 " + host + ".",
+		"_sieve._tcp." + domain + ". 3600 IN SRV 0 1 4190 " + host + ".",
 		"._domainkey." + domain + ". 3600 IN TXT",
 	} {
 		if !strings.Contains(zone, want) {

@@ -105,7 +105,8 @@ func (s *Server) StartWith(l Listeners) {
 	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
 		"--smtp", s.SMTP, "--imap", s.IMAP,
 		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
-		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", ""}
+		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", "",
+		"--managesieve", l.ManageSieve}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}

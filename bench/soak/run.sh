@@ -49,7 +49,7 @@ sub="127.0.0.1:$(free_port)"
 imap="127.0.0.1:$(free_port)"
 http="127.0.0.1:$(free_port)"
 "$tmp/pimail" serve --data "$data" --hostname soak.local --smtp "$smtp" --submission "$sub" --imap "$imap" \
-	--http "$http" --submissions "" --imaps "" --pop3 "" --pop3s "" --https "" \
+	--http "$http" --submissions "" --imaps "" --pop3 "" --pop3s "" --managesieve "" --https "" \
 	2>"$tmp/server.log" &
 pid=$!
 for _ in $(seq 300); do

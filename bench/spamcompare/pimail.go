@@ -149,6 +149,7 @@ func startPimail(bin, data, dns string, filter bool) (*server, error) {
   pop3s = ""
   http = ""
   https = ""
+  managesieve = ""
 [imap]
   allow_insecure_auth = true
 [dns]

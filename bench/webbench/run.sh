@@ -42,7 +42,7 @@ for i in $(seq 1 10); do
 	echo benchpass | "$tmp/pimail" account add --data "$data" --password-stdin "user$i@bench.test" >/dev/null
 done
 "$tmp/pimail" serve --data "$data" --hostname bench.test --http 127.0.0.1:18090 --https "" \
-	--smtp 127.0.0.1:12525 --submission "" --submissions "" --imap "" --imaps "" --pop3 "" --pop3s "" \
+	--smtp 127.0.0.1:12525 --submission "" --submissions "" --imap "" --imaps "" --pop3 "" --pop3s "" --managesieve "" \
 	>"$OUT/pimail.log" 2>&1 &
 pim=$!
 for _ in $(seq 1 100); do

@@ -313,6 +313,7 @@ var configNotes = map[string]string{
 	"[submission]": "Message submission (RFC 6409) on :587 (STARTTLS) and :465 (implicit TLS, RFC 8314).",
 	"[queue]":      "Outbound queue: retries, bounces, MTA-STS (RFC 8461). Add [queue.transports] to send through a smarthost.",
 	"[av]":         "Virus scanning: the attachment policy always; clamd when an address is given (unix:/run/clamav/clamd.ctl).",
+	"[sieve]":      "Users' mail filters (Sieve, RFC 5228) run at delivery, and ManageSieve (RFC 5804) on listen.managesieve.",
 	"[log]":        "Logs go to standard error (the journal under systemd).",
 }
 
@@ -451,7 +452,8 @@ func printAdvice(o quickstartOpts, unit, policy string, acmeActive bool) {
 	fmt.Printf("  3. install -m 644 %s /etc/systemd/system/pimail.service\n", unit)
 	fmt.Println("     systemctl daemon-reload && systemctl enable --now pimail")
 	fmt.Println("  4. open TCP ports 25 (MX), 465 and 587 (submission), 993 and 143 (IMAP),")
-	fmt.Println("     995 and 110 (POP3), 443 and 80 (webmail, MTA-STS, autoconfig)")
+	fmt.Println("     995 and 110 (POP3), 443 and 80 (webmail, MTA-STS, autoconfig),")
+	fmt.Println("     4190 (ManageSieve: mail filters edited from mail clients)")
 	fmt.Println("  5. publish the DNS records above, then check them:")
 	fmt.Printf("     pimail check dns --config %s %s\n", o.configPath, o.domain)
 	fmt.Printf("  6. log in at https://%s/ as %s\n", o.hostname, o.address)

@@ -27,7 +27,7 @@ type listenFlags map[string]*string
 
 func addListenFlags(fs *flag.FlagSet) listenFlags {
 	lf := listenFlags{}
-	for _, name := range []string{"smtp", "submission", "submissions", "imap", "imaps", "pop3", "pop3s", "http", "https"} {
+	for _, name := range []string{"smtp", "submission", "submissions", "imap", "imaps", "pop3", "pop3s", "http", "https", "managesieve"} {
 		lf[name] = fs.String(name, "", "listen address for "+name+` (overrides the config; "" turns it off)`)
 	}
 	return lf
@@ -37,7 +37,7 @@ func (lf listenFlags) apply(fs *flag.FlagSet, l *config.Listen) {
 	set := map[string]*string{
 		"smtp": &l.SMTP, "submission": &l.Submission, "submissions": &l.Submissions,
 		"imap": &l.IMAP, "imaps": &l.IMAPS, "pop3": &l.POP3, "pop3s": &l.POP3S,
-		"http": &l.HTTP, "https": &l.HTTPS,
+		"http": &l.HTTP, "https": &l.HTTPS, "managesieve": &l.ManageSieve,
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if dst, ok := set[f.Name]; ok {
@@ -136,6 +136,7 @@ every listener is on loopback. Nothing here is for the internet: see
 		POP3:        "127.0.0.1:1110",
 		POP3S:       "127.0.0.1:1995",
 		HTTP:        "127.0.0.1:8080",
+		ManageSieve: "127.0.0.1:4190",
 	}
 	cfg.TLS = config.TLS{SelfSigned: true}
 	cfg.Submission.AllowLoopbackAuth = true
@@ -155,10 +156,11 @@ pimail is running on localhost.
   read mail: IMAP  %s   (STARTTLS optional)  IMAPS %s (self-signed)
              POP3  %s   POP3S %s
   webmail:   http://%s/     admin: http://%s/admin/
+  filters:   ManageSieve %s (Sieve scripts; STARTTLS optional)
 
   try:  swaks --server %s --to %s
   data: %s    stop with Ctrl-C
-`, localAccount, pw, addrs["smtp"], addrs["submission"], addrs["submissions"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["http"], addrs["http"], addrs["smtp"], localAccount, cfg.Data)
+`, localAccount, pw, addrs["smtp"], addrs["submission"], addrs["submissions"], addrs["imap"], addrs["imaps"], addrs["pop3"], addrs["pop3s"], addrs["http"], addrs["http"], addrs["managesieve"], addrs["smtp"], localAccount, cfg.Data)
 	})
 }
 

@@ -49,6 +49,9 @@ type Config struct {
 	// the pages show every entry logged so far (the logger writes in
 	// batches).
 	DeliveryLog interface{ Flush(context.Context) error }
+	// Sieve holds the accounts' Sieve scripts (sieve.go); nil hides the
+	// filters page.
+	Sieve SieveStore
 }
 
 // Server is the admin HTTP handler.
@@ -104,6 +107,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /admin/queue/{id}", s.authed(s.queueShow))
 	m.HandleFunc("POST /admin/queue/{id}", s.authed(s.queueSubmit))
 	m.HandleFunc("GET /admin/log", s.authed(s.logPage))
+	m.HandleFunc("GET /admin/sieve", s.authed(s.sievePage))
+	m.HandleFunc("POST /admin/sieve", s.authed(s.sieveSubmit))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.httpError(w, r, http.StatusNotFound, "There is no such page.", nil)
 	})

@@ -137,6 +137,7 @@ var notices = map[string]string{
 	"domain-removed":   "The domain was removed.",
 	"account-added":    "The account was created.",
 	"account-removed":  "The account and its mail were removed.",
+	"sieve-reset":      "The account's filters were reset.",
 	"password-set":     "The password was changed.",
 	"account-disabled": "The account was disabled.",
 	"account-enabled":  "The account was enabled.",

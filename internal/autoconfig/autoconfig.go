@@ -14,7 +14,10 @@
 //
 // Both list IMAP (993 implicit TLS, 143 STARTTLS), POP3 (995, 110) and SMTP
 // submission (465 implicit TLS, 587 STARTTLS), all on the configured host
-// name, with password authentication. A port of 0 leaves that service out.
+// name, with password authentication; Thunderbird's document also lists
+// ManageSieve (4190, STARTTLS) as the <setupServer type="managesieve"> of
+// the IETF draft of the format (draft-ietf-mailmaint-autoconfig), which
+// clients that do not know it ignore. A port of 0 leaves that service out.
 //
 // Every value taken from the request is encoded by encoding/xml, request
 // bodies are limited to MaxRequestBytes, and addresses outside the served
@@ -38,7 +41,7 @@ type Config struct {
 	// domains added at run time are seen). Nil serves any domain.
 	Domains func() []string
 	// Ports; 0 leaves the service out.
-	IMAPS, IMAP, POP3S, POP3, Submissions, Submission int
+	IMAPS, IMAP, POP3S, POP3, Submissions, Submission, ManageSieve int
 }
 
 // Handler serves the autoconfig and Autodiscover documents.

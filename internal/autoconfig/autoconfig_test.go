@@ -15,6 +15,7 @@ func testConfig() Config {
 		Hostname: "mail.example.org",
 		Domains:  func() []string { return []string{"example.org", "example.net"} },
 		IMAPS:    993, IMAP: 143, POP3S: 995, POP3: 110, Submissions: 465, Submission: 587,
+		ManageSieve: 4190,
 	}
 }
 
@@ -28,6 +29,7 @@ type tbConfig struct {
 		Incoming []tbServer `xml:"incomingServer"`
 		Outgoing []tbServer `xml:"outgoingServer"`
 	} `xml:"emailProvider"`
+	Setup []tbServer `xml:"setupServer"`
 }
 
 type tbServer struct {
@@ -97,6 +99,10 @@ func TestThunderbirdAutoconfig(t *testing.T) {
 		if len(cfg.Provider.Outgoing) != 2 || cfg.Provider.Outgoing[0].Port != 465 || cfg.Provider.Outgoing[0].Socket != "SSL" ||
 			cfg.Provider.Outgoing[1].Port != 587 || cfg.Provider.Outgoing[1].Socket != "STARTTLS" || cfg.Provider.Outgoing[1].Type != "smtp" {
 			t.Errorf("outgoing %+v", cfg.Provider.Outgoing)
+		}
+		// ManageSieve, as draft-ietf-mailmaint-autoconfig lists it.
+		if want := (tbServer{"managesieve", "mail.example.org", 4190, "STARTTLS", "%EMAILADDRESS%", "password-cleartext"}); len(cfg.Setup) != 1 || cfg.Setup[0] != want {
+			t.Errorf("setupServer %+v, want %+v", cfg.Setup, want)
 		}
 	}
 

@@ -10,6 +10,9 @@ type clientConfig struct {
 	XMLName       xml.Name      `xml:"clientConfig"`
 	Version       string        `xml:"version,attr"`
 	EmailProvider emailProvider `xml:"emailProvider"`
+	// SetupServer holds ManageSieve (draft-ietf-mailmaint-autoconfig:
+	// a server section at the top level).
+	SetupServer []server `xml:"setupServer"`
 }
 
 type emailProvider struct {
@@ -61,8 +64,10 @@ func (h *Handler) serveAutoconfig(w http.ResponseWriter, r *http.Request) {
 	in = add(in, "pop3", c.POP3, "STARTTLS")
 	out = add(out, "smtp", c.Submissions, "SSL")
 	out = add(out, "smtp", c.Submission, "STARTTLS")
+	setup := add(nil, "managesieve", c.ManageSieve, "STARTTLS")
 	writeXML(w, clientConfig{
-		Version: "1.1",
+		SetupServer: setup,
+		Version:     "1.1",
 		EmailProvider: emailProvider{
 			ID:               domain,
 			Domains:          []string{domain},

@@ -43,6 +43,7 @@ type Config struct {
 	Auth       Auth       `toml:"auth"`
 	Quota      Quota      `toml:"quota"`
 	AV         AV         `toml:"av"`
+	Sieve      Sieve      `toml:"sieve"`
 	Log        Log        `toml:"log"`
 }
 
@@ -57,6 +58,7 @@ type Listen struct {
 	POP3S       string `toml:"pop3s"`       // POP3, implicit TLS (995)
 	HTTP        string `toml:"http"`        // webmail and admin, plain HTTP (80)
 	HTTPS       string `toml:"https"`       // webmail and admin (443)
+	ManageSieve string `toml:"managesieve"` // ManageSieve, STARTTLS (4190, RFC 5804)
 }
 
 // TLS says where certificates come from.
@@ -232,6 +234,25 @@ type POP3 struct {
 	LimitLoopback bool `toml:"limit_loopback"`
 }
 
+// Sieve configures the users' mail filters (RFC 5228), run at delivery
+// after the spam verdict, and ManageSieve (RFC 5804), with which mail
+// clients edit them.
+type Sieve struct {
+	Enabled       bool  `toml:"enabled"`         // run the users' active scripts at delivery
+	MaxScriptSize int64 `toml:"max_script_size"` // bytes of one script
+	MaxScripts    int   `toml:"max_scripts"`     // scripts per account
+	MaxRedirects  int   `toml:"max_redirects"`   // redirect actions per message and account
+	MaxSteps      int   `toml:"max_steps"`       // commands and tests evaluated per message and account
+	// ManageSieve: logins without TLS from any address (loopback is
+	// always allowed), idle time, and connection limits as for IMAP
+	// (negative turns a limit off).
+	AllowInsecureAuth   bool     `toml:"allow_insecure_auth"`
+	IdleTimeout         Duration `toml:"idle_timeout"`
+	MaxConnections      int      `toml:"max_connections"`
+	MaxConnectionsPerIP int      `toml:"max_connections_per_ip"`
+	ConnectionRate      int      `toml:"connection_rate"`
+}
+
 // Log settings.
 type Log struct {
 	Level  string `toml:"level"`  // debug, info, warn, error
@@ -274,6 +295,7 @@ func Default() Config {
 			POP3S:       ":995",
 			HTTP:        ":80",
 			HTTPS:       ":443",
+			ManageSieve: ":4190",
 		},
 		TLS: TLS{SelfSigned: true},
 		SMTP: SMTP{
@@ -319,6 +341,17 @@ func Default() Config {
 			MaxConnections:      200,
 			MaxConnectionsPerIP: 10,
 			ConnectionRate:      30,
+		},
+		Sieve: Sieve{
+			Enabled:             true,
+			MaxScriptSize:       64 << 10,
+			MaxScripts:          20,
+			MaxRedirects:        4,
+			MaxSteps:            10000,
+			IdleTimeout:         Duration{10 * time.Minute},
+			MaxConnections:      100,
+			MaxConnectionsPerIP: 5,
+			ConnectionRate:      20,
 		},
 		Log: Log{Level: "info", Format: "text"},
 	}
@@ -367,6 +400,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: tls.cert_file and tls.key_file go together")
 	case c.TLS.ACME && c.TLS.CertFile != "":
 		return fmt.Errorf("config: tls.acme and tls.cert_file exclude each other")
+	case c.Sieve.MaxScriptSize <= 0 || c.Sieve.MaxScripts <= 0 || c.Sieve.MaxRedirects <= 0 || c.Sieve.MaxSteps <= 0:
+		return fmt.Errorf("config: sieve.max_script_size, max_scripts, max_redirects and max_steps must be positive")
 	}
 	if c.AV.Clamd != "" && !strings.HasPrefix(c.AV.Clamd, "unix:") && !strings.HasPrefix(c.AV.Clamd, "tcp:") {
 		return fmt.Errorf("config: av.clamd %q: want unix:PATH or tcp:HOST:PORT", c.AV.Clamd)

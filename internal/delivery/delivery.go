@@ -15,12 +15,15 @@
 //     which weighs the authentication results; a refusal returns a
 //     *RejectError, junk verdicts pick the Junk mailbox, and the verdict
 //     fields are added to the header;
-//  6. the quota of each recipient account (quota.go): accounts without
+//  6. user filters, when turned on with WithSieve (sieve.go): each
+//     recipient account's active Sieve script decides where its copy
+//     goes, redirects it, refuses it (*RejectError when every recipient
+//     refuses) or answers it (vacation);
+//  7. the quota of each recipient account (quota.go): accounts without
 //     room are left out, and with none left the message is refused;
-//  7. store it once for all recipients (one blob, one row per mailbox).
+//  8. store it once for all recipients (one blob, one row per mailbox).
 //
-// Later steps (DNSBL, user rules) slot in before 7 without changing the
-// callers.
+// Later steps (DNSBL) slot in before 8 without changing the callers.
 package delivery
 
 import (
@@ -92,6 +95,8 @@ type Pipeline struct {
 	// with envelope senders rewritten by srs; see WithForwarding.
 	fwd Forwarder
 	srs *SRS
+	// sieve runs the users' Sieve scripts; see WithSieve.
+	sieve *sieveStep
 }
 
 // WithDeliveryLog records every delivered message in the delivery log.
@@ -116,6 +121,9 @@ type target struct {
 	// fwdDomain is the local domain the first remote target was reached
 	// through (the alias's domain): the domain of the SRS sender.
 	fwdDomain string
+	// rcptOf is the envelope recipient that first reached each account
+	// (Sieve's envelope "to", RFC 5228 §5.4).
+	rcptOf map[int64]string
 }
 
 // Deliver stores raw (the message as received, with the receiving server's
@@ -164,9 +172,9 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	// refusal happens here, before anything is stored, so the SMTP client
 	// gets it as the reply to DATA (never accept, then bounce).
 	var outcome *filterOutcome
+	var authRes *msgauth.Result
 	if p.auth.enabled() || p.filters.enabled() {
 		outcome = &filterOutcome{}
-		var authRes *msgauth.Result
 		if p.auth.applies(env) {
 			var err error
 			if authRes, err = p.authenticate(ctx, log, env, received, outcome); err != nil {
@@ -196,9 +204,32 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		}
 	}
 
-	// Step 6: quotas (quota.go): accounts without room are left out;
+	// Step 6: user filters (sieve.go). Redirects are queued here, before
+	// anything is stored, like alias forwarding above; vacation replies
+	// go once the message is stored.
+	rcpts := outcome.recipients(tgt.accounts)
+	var replies []sieveReply
+	if p.sieve != nil {
+		var err error
+		rcpts, replies, err = p.runSieve(ctx, log, sieveMessage{env: env, tgt: tgt, received: received,
+			full: full, parsed: parsed, outcome: outcome, auth: authRes}, rcpts)
+		if err != nil {
+			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+		}
+		if len(rcpts) == 0 {
+			p.sendReplies(ctx, log, replies)
+			log.Info("delivered: no copy kept by the recipients' filters", "from", env.MailFrom, "accounts", len(tgt.accounts))
+			metrics.DeliveryLatency.ObserveSince(start)
+			p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
+				MessageID: parsed.Envelope.MessageID, Subject: parsed.Subject, From: env.MailFrom,
+				RemoteIP: env.RemoteIP, Reason: "250 " + env.ID + " (no copy kept by the recipients' filters)"}, env.Recipients)
+			return nil, nil
+		}
+	}
+
+	// Step 7: quotas (quota.go): accounts without room are left out;
 	// when none is left, the message is refused.
-	rcpts, uses, refused, err := p.checkQuotas(ctx, outcome.recipients(tgt.accounts), int64(len(full)))
+	rcpts, uses, refused, err := p.checkQuotas(ctx, rcpts, int64(len(full)))
 	if err != nil {
 		return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 	}
@@ -209,7 +240,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	if len(rcpts) == 0 {
 		return nil, fmt.Errorf("deliver %s: %w", env.ID, p.quotaReject("every recipient is over quota"))
 	}
-	// Step 7: one blob, one row per recipient, one group commit.
+	// Step 8: one blob, one row per recipient, one group commit.
 	delivered, err := p.st.Deliver(ctx, store.Delivery{
 		Raw:          full,
 		Parsed:       parsed,
@@ -240,6 +271,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 		}
 	}
 	p.quotaWarn(ctx, log, int64(len(full)), uses)
+	p.sendReplies(ctx, log, replies)
 	log.Info("delivered", args...)
 	metrics.DeliveryLatency.ObserveSince(start)
 	p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: result,
@@ -265,6 +297,10 @@ func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
 			if !seenAcc[id] {
 				seenAcc[id] = true
 				t.accounts = append(t.accounts, id)
+				if t.rcptOf == nil {
+					t.rcptOf = map[int64]string{}
+				}
+				t.rcptOf[id] = rcpt
 			}
 		}
 		for _, addr := range r.Remote {

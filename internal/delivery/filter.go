@@ -9,6 +9,7 @@ import (
 	"pimail/internal/av"
 	"pimail/internal/message"
 	"pimail/internal/msgauth"
+	"pimail/internal/sieve"
 	"pimail/internal/spam"
 	"pimail/internal/store"
 )
@@ -55,6 +56,9 @@ type filterOutcome struct {
 	junk    map[int64]bool
 	junkAll bool // DMARC quarantine: Junk for every recipient
 	logArgs []any
+	// spam is each recipient account's spam score on spamtest's scales
+	// (sieve.go), when the spam filter ran.
+	spam map[int64]sieve.Spam
 }
 
 // runFilters runs the virus step, then spam scoring, recording into out.
@@ -116,10 +120,13 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 		if out.junk == nil {
 			out.junk = map[int64]bool{}
 		}
+		cfg := p.filters.Spam.Config()
+		out.spam = make(map[int64]sieve.Spam, len(res.Accounts))
 		for id, av := range res.Accounts {
 			if av.Action != spam.Accept { // Reject for some recipients only: file it
 				out.junk[id] = true
 			}
+			out.spam[id] = spamtestScore(av.Score, cfg.JunkThreshold, cfg.RejectThreshold)
 		}
 		out.headers += spam.FormatHeaders(v, p.filters.Spam.Config().JunkThreshold)
 	}

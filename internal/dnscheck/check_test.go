@@ -105,9 +105,9 @@ func TestExpectedZonePasses(t *testing.T) {
 	if n := Failed(rs); n != 0 {
 		t.Fatalf("%d checks failed against the expected zone:\n%s", n, render(rs))
 	}
-	// MX, A, PTR, SPF, 2 DKIM, DMARC, MTA-STS, its host, TLS-RPT, 2 names, 5 SRV.
-	if len(rs) != 17 {
-		t.Errorf("%d checks, want 17:\n%s", len(rs), render(rs))
+	// MX, A, PTR, SPF, 2 DKIM, DMARC, MTA-STS, its host, TLS-RPT, 2 names, 6 SRV.
+	if len(rs) != 18 {
+		t.Errorf("%d checks, want 18:\n%s", len(rs), render(rs))
 	}
 	if r := find(t, rs, "SPF", domain); !strings.Contains(r.Got, "permits 127.0.0.1") {
 		t.Errorf("SPF line %q does not say it permits the server", r)

@@ -62,13 +62,15 @@ type Service struct {
 
 // Services are the mail services announced with SRV records. RFC 8314
 // §5.1 prefers implicit TLS; each service name has its own record set, so
-// announcing both kinds is what lets clients choose.
+// announcing both kinds is what lets clients choose. ManageSieve's record
+// is RFC 5804 §1.8's.
 var Services = []Service{
 	{"_submissions._tcp", 465},
 	{"_submission._tcp", 587},
 	{"_imaps._tcp", 993},
 	{"_imap._tcp", 143},
 	{"_pop3s._tcp", 995},
+	{"_sieve._tcp", 4190},
 }
 
 // Params describe the domain and its server.
@@ -129,7 +131,7 @@ func Expected(p Params) []Record {
 	for i, s := range Services {
 		note := ""
 		if i == 0 {
-			note = "service records (RFC 6186, RFC 8314 §5.1) for mail clients"
+			note = "service records (RFC 6186, RFC 8314 §5.1, RFC 5804 §1.8) for mail clients"
 		}
 		recs = append(recs, Record{s.Label + "." + d, "SRV", fmt.Sprintf("0 1 %d %s.", s.Port, h), note})
 	}

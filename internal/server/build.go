@@ -25,13 +25,14 @@ import (
 	"pimail/internal/dnsbl"
 	"pimail/internal/dnsresolver"
 	"pimail/internal/imapd"
+	"pimail/internal/managesieve"
 	"pimail/internal/metrics"
 	"pimail/internal/msgauth"
 	"pimail/internal/pop3d"
 	"pimail/internal/queue"
+	"pimail/internal/sieve"
 	"pimail/internal/smtpd"
 	"pimail/internal/spam"
-	"pimail/internal/store"
 	"pimail/internal/submission"
 	"pimail/internal/webmail"
 )
@@ -43,6 +44,7 @@ type parts struct {
 	queue       *queue.Queue
 	imap        *imapd.Server
 	pop3        *pop3d.Server
+	managesieve *managesieve.Server
 	http, https *webServer
 	dlog        *deliverylog.Logger
 	junk        *spam.JunkLearner // nil without the spam filter
@@ -58,6 +60,7 @@ func (p *parts) close() {
 	}
 	p.imap.Close()
 	p.pop3.Close()
+	p.managesieve.Close()
 	p.http.Close()
 	p.https.Close()
 	p.queue.Close()
@@ -72,7 +75,7 @@ func (p *parts) close() {
 
 // build constructs every component from the configuration: the directory
 // view (started), the delivery pipeline with its filters, and the servers.
-func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.Config, acmeHTTP http.Handler, logger *slog.Logger) (*parts, error) {
+func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config, acmeHTTP http.Handler, logger *slog.Logger) (*parts, error) {
 	dir := directory.New(st, logger)
 	if err := dir.Start(ctx); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
@@ -90,6 +93,10 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	}
 	pipe := delivery.New(st, dir, logger).WithFilters(filters).WithDeliveryLog(p.dlog).
 		WithQuotaPermanent(cfg.Quota.PermanentRefusal)
+	if cfg.Sieve.Enabled {
+		pipe.WithSieve(delivery.SieveConfig{Store: st, Limits: sieve.Limits{
+			MaxSteps: cfg.Sieve.MaxSteps, MaxRedirects: cfg.Sieve.MaxRedirects}})
+	}
 	res, err := dnsresolver.New(dnsresolver.Config{Servers: cfg.DNS.Servers, Timeout: cfg.DNS.Timeout.Duration})
 	if err != nil {
 		return nil, fmt.Errorf("dns: %w", err)
@@ -192,6 +199,18 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		ConnectionRate:      cfg.POP3.ConnectionRate,
 		LimitLoopback:       cfg.POP3.LimitLoopback,
 	}, st, authn, logger.With("proto", "pop3"))
+	p.managesieve = managesieve.New(managesieve.Config{
+		Hostname:            cfg.Hostname,
+		TLS:                 tlsConf,
+		AllowInsecureAuth:   cfg.Sieve.AllowInsecureAuth,
+		MaxScriptSize:       cfg.Sieve.MaxScriptSize,
+		MaxScripts:          cfg.Sieve.MaxScripts,
+		MaxRedirects:        cfg.Sieve.MaxRedirects,
+		IdleTimeout:         cfg.Sieve.IdleTimeout.Duration,
+		MaxConnections:      cfg.Sieve.MaxConnections,
+		MaxConnectionsPerIP: cfg.Sieve.MaxConnectionsPerIP,
+		ConnectionRate:      cfg.Sieve.ConnectionRate,
+	}, st, authn, logger)
 	metrics.WatchStore(st, 30*time.Second)
 	auto := autoconfig.New(autoconfig.Config{
 		Hostname: cfg.Hostname,
@@ -209,6 +228,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		IMAPS: port(cfg.Listen.IMAPS), IMAP: port(cfg.Listen.IMAP),
 		POP3S: port(cfg.Listen.POP3S), POP3: port(cfg.Listen.POP3),
 		Submissions: port(cfg.Listen.Submissions), Submission: port(cfg.Listen.Submission),
+		ManageSieve: port(cfg.Listen.ManageSieve),
 	})
 	// Marking junk in the webmail trains the same learner as IMAP moves.
 	var webJunk webmail.JunkTrainer
@@ -222,7 +242,7 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		}
 		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
 		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data,
-			DeliveryLog: p.dlog}, st, authn, logger))
+			DeliveryLog: p.dlog, Sieve: st}, st, authn, logger))
 		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(filepath.Join(cfg.Data, "mta-sts")))
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,
@@ -231,6 +251,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
 			Outbound:      p.queue, // built above, never nil here
 			Junk:          webJunk,
+			Sieve:         st,
+			MaxScriptSize: cfg.Sieve.MaxScriptSize,
 		}, st, authn, pipe, logger))
 		return newWebServer(mux, logger)
 	}

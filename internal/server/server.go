@@ -38,9 +38,16 @@ type listener struct {
 	ln   net.Listener
 }
 
+// Store is what a running pimail needs of its store: the whole store and
+// the Sieve role (the users' filters and ManageSieve).
+type Store interface {
+	store.Store
+	store.Sieve
+}
+
 // Run serves until ctx is cancelled, then shuts everything down. It reports
 // the first listener that fails to bind, before announcing readiness.
-func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, ready func(addrs map[string]string)) error {
+func Run(ctx context.Context, cfg config.Config, st Store, logger *slog.Logger, ready func(addrs map[string]string)) error {
 	var tlsConf *tls.Config
 	var acmeHTTP http.Handler // answers HTTP-01 challenges, redirects the rest to HTTPS
 	var err error
@@ -77,6 +84,7 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 		{name: "pop3s", addr: cfg.Listen.POP3S, srv: parts.pop3, tls: true},
 		{name: "http", addr: cfg.Listen.HTTP, srv: parts.http},
 		{name: "https", addr: cfg.Listen.HTTPS, srv: parts.https, tls: true},
+		{name: "managesieve", addr: cfg.Listen.ManageSieve, srv: parts.managesieve},
 	}
 	defer func() {
 		for _, l := range lns {

@@ -55,6 +55,10 @@ type Config struct {
 	// out of the Junk folder, as IMAP's do (internal/spam's JunkLearner,
 	// shared with imapd). Nil: marking only files the message.
 	Junk JunkTrainer
+	// Sieve holds the account's Sieve scripts (filters.go); nil hides
+	// the filter settings. MaxScriptSize bounds a script (0: 64 KiB).
+	Sieve         SieveStore
+	MaxScriptSize int64
 }
 
 // JunkTrainer learns an account's junk decisions: spam true for a message
@@ -83,6 +87,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PageSize <= 0 {
 		c.PageSize = 50
+	}
+	if c.MaxScriptSize <= 0 {
+		c.MaxScriptSize = 64 << 10
 	}
 }
 
@@ -158,6 +165,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /settings", s.authed(s.settingsPage))
 	m.HandleFunc("POST /settings", s.authed(s.settingsSubmit))
 	m.HandleFunc("POST /settings/password", s.authed(s.passwordSubmit))
+	m.HandleFunc("GET /settings/filters", s.authed(s.filtersPage))
+	m.HandleFunc("POST /settings/filters", s.authed(s.filtersSubmit))
+	m.HandleFunc("GET /settings/sieve", s.authed(s.sievePage))
+	m.HandleFunc("POST /settings/sieve", s.authed(s.sieveSubmit))
 	s.mux = m
 }
 

@@ -355,7 +355,29 @@ CREATE INDEX delivery_env_from ON delivery_env(from_addr);
 CREATE INDEX delivery_env_remote_ip ON delivery_env(remote_ip);
 CREATE INDEX delivery_rcpt_to ON delivery_rcpt(to_addr);
 `,
-	// 11: IMAP subscriptions apart from the mailboxes (subscriptions.go,
+	// 11: Sieve (sieve.go): each account's scripts, at most one of them
+	// active (a partial unique index), and the vacation response records
+	// (RFC 5230 §4.2), one row per account, handle and sender, whose
+	// time says when the last reply went. Both go with the account.
+	`
+CREATE TABLE sieve_scripts (
+	account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	name       TEXT NOT NULL,
+	content    TEXT NOT NULL,
+	active     INTEGER NOT NULL DEFAULT 0,
+	updated    INTEGER NOT NULL, -- Unix milliseconds
+	PRIMARY KEY (account_id, name)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX sieve_scripts_active ON sieve_scripts(account_id) WHERE active;
+CREATE TABLE sieve_vacation (
+	account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	handle     TEXT NOT NULL,
+	sender     TEXT NOT NULL, -- lower case
+	replied    INTEGER NOT NULL, -- Unix milliseconds
+	PRIMARY KEY (account_id, handle, sender)
+) WITHOUT ROWID;
+`,
+	// 12: IMAP subscriptions apart from the mailboxes (subscriptions.go,
 	// RFC 3501 §6.3.6): a subscribed name need not exist, and CREATE,
 	// DELETE no longer touch them. Mailboxes subscribed before keep their
 	// subscription. mailboxes.first_recent_uid is the lowest UID no

@@ -1,0 +1,17 @@
+package sqlite
+
+import (
+	"testing"
+
+	"pimail/internal/store/storetest"
+)
+
+func TestSieveSuite(t *testing.T) {
+	storetest.RunSieve(t, func(t *testing.T) storetest.SieveStore {
+		s, err := Open(t.TempDir(), testOptions())
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
