@@ -74,7 +74,15 @@ func (s *session) catenate(parts []catenatePart) ([]byte, error) {
 
 // urlData returns the octets an IMAP URL names in this user's mailboxes.
 func (s *session) urlData(raw string) ([]byte, error) {
-	badURL := func() error { return no("BADURL "+quoteTag(raw), "invalid or unknown URL") }
+	badURL := func() error {
+		// RFC 4469 §6: BADURL names the URL, as a quoted string when it
+		// can be one.
+		code := "BADURL"
+		if q := s.w.AppendString(nil, raw); q[0] == '"' {
+			code += " " + string(q)
+		}
+		return no(code, "invalid or unknown URL")
+	}
 	u, err := imapwire.ParseIMAPURL(raw)
 	if err != nil {
 		return nil, badURL()

@@ -1,6 +1,7 @@
 package imapd
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,10 +31,13 @@ const (
 	evSubscription
 )
 
-var notifyEventNames = []struct {
+// notifyEventName is an event's name in NOTIFY (RFC 5465 §5).
+type notifyEventName struct {
 	name string
 	ev   notifyEvents
-}{
+}
+
+var notifyEventNames = []notifyEventName{
 	{"MessageNew", evNew}, {"MessageExpunge", evExpunge}, {"FlagChange", evFlags},
 	{"MailboxName", evName}, {"SubscriptionChange", evSubscription},
 }
@@ -71,12 +75,7 @@ func cmdNotify(s *session, cmd *command) (string, string, error) {
 	for _, g := range n.Groups {
 		ng := notifyGroup{filter: g.Filter}
 		for _, e := range g.Events {
-			i := slices.IndexFunc(notifyEventNames, func(x struct {
-				name string
-				ev   notifyEvents
-			}) bool {
-				return strings.EqualFold(x.name, e)
-			})
+			i := slices.IndexFunc(notifyEventNames, func(x notifyEventName) bool { return strings.EqualFold(x.name, e) })
 			if i < 0 {
 				// RFC 5465 §6: the events this server supports.
 				return "", "", no("BADEVENT (MessageNew MessageExpunge FlagChange MailboxName SubscriptionChange)",
@@ -116,11 +115,12 @@ func cmdNotify(s *session, cmd *command) (string, string, error) {
 	s.notify = st
 	if n.Status {
 		// RFC 5465 §3.1: STATUS of every watched mailbox now.
-		for id, name := range st.names {
+		for _, id := range st.ids() {
+			name := st.names[id]
 			if s.sel != nil && s.sel.mb.ID == id {
 				continue
 			}
-			if items := st.statusItems(name, s); len(items) > 0 {
+			if items := st.statusItems(name); len(items) > 0 {
 				if err := s.writeStatusOf(st.status[id], items); err != nil {
 					return "", "", err
 				}
@@ -197,7 +197,7 @@ func (st *notifyState) group(name string) *notifyGroup {
 // events (RFC 5465 §5.2-5.4): MESSAGES, UIDNEXT and UIDVALIDITY for new
 // messages, MESSAGES for expunges, UIDVALIDITY and HIGHESTMODSEQ for
 // flag changes (as Dovecot sends them).
-func (st *notifyState) statusItems(name string, s *session) []string {
+func (st *notifyState) statusItems(name string) []string {
 	g := st.group(name)
 	if g == nil {
 		return nil
@@ -274,7 +274,7 @@ func (s *session) sendNotifications() error {
 		if !ok || s.sel != nil && s.sel.mb.ID == id {
 			continue
 		}
-		items := st.statusItems(name, s)
+		items := st.statusItems(name)
 		if len(items) == 0 {
 			continue
 		}
@@ -311,35 +311,40 @@ func (s *session) notifyList(st *notifyState) error {
 		return g != nil && g.events&ev != 0
 	}
 	w := s.w
-	list := func(attrs, name, extra string) {
+	// list writes a LIST response, with OLDNAME (RFC 5258 §3.5 extended
+	// data, RFC 5465 §5.4) when old is not empty.
+	list := func(attrs, name, old string) {
 		w.Raw("* LIST (").Raw(attrs).Raw(`) "/" `)
 		s.writeName(name)
-		w.Raw(extra).CRLF()
+		if old != "" {
+			if !s.utf8Names() {
+				old = imapwire.EncodeMUTF7(old)
+			}
+			w.Raw(` ("OLDNAME" (`).String(old).Raw("))")
+		}
+		w.CRLF()
 	}
-	for id, name := range st.names {
+	for _, id := range st.ids() {
+		name := st.names[id]
 		old, had := oldNames[id]
 		switch {
 		case !had && wants(name, evName):
 			list("", name, "")
 		case had && old != name && wants(name, evName):
-			enc := old
-			if !s.utf8Names() {
-				enc = imapwire.EncodeMUTF7(old)
-			}
-			list("", name, ` ("OLDNAME" (`+quoteMailbox(enc)+`))`)
+			list("", name, old)
 		}
 	}
-	for id, old := range oldNames {
-		if _, ok := st.names[id]; !ok && wants(old, evName) {
+	for _, id := range sortedKeys(oldNames) {
+		if old := oldNames[id]; st.names[id] == "" && wants(old, evName) {
 			list(`\NonExistent`, old, "")
 		}
 	}
-	for n := range st.subs {
+	for _, n := range sortedKeys(st.subs) {
 		if !oldSubs[n] && wants(n, evSubscription) {
 			list(`\Subscribed`, n, "")
 		}
 	}
-	for n := range oldSubs {
+	for _, n := range sortedKeys(oldSubs) {
 		if !st.subs[n] && wants(n, evSubscription) {
 			list("", n, "")
 		}
@@ -347,9 +352,17 @@ func (s *session) notifyList(st *notifyState) error {
 	return nil
 }
 
-// quoteMailbox quotes a mailbox name for the OLDNAME extended data.
-func quoteMailbox(n string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(n) + `"`
+// ids returns the IDs of the mailboxes in the snapshot, in order.
+func (st *notifyState) ids() []int64 { return sortedKeys(st.names) }
+
+// sortedKeys returns a map's keys in order, for responses in a stable order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // waitForCommand waits for the next command while NOTIFY is in force,
