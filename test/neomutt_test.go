@@ -1,15 +1,12 @@
 package blackbox
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestInteropNeomuttQRESYNC: Debian's NeoMutt with its header cache and
@@ -72,13 +69,10 @@ func TestInteropNeomuttQRESYNC(t *testing.T) {
 
 // neomuttPipe runs NeoMutt on user's INBOX with a header cache and
 // CONDSTORE/QRESYNC on, pipes the messages matching pattern, raw, into
-// files and quits; NeoMutt logs its IMAP traffic into logPath. Like mutt
-// (muttCopyInbox) it runs under script(1) for a terminal, with its keys
-// from a push and a standard input that never delivers anything.
+// files and quits; NeoMutt logs its IMAP traffic into logPath.
 func neomuttPipe(t *testing.T, srv *Server, user, cache, pattern, logPath string) map[string][]byte {
 	t.Helper()
 	neomutt := requireTool(t, "neomutt")
-	script := requireTool(t, "script")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "piped")
 	if err := os.Mkdir(out, 0o700); err != nil {
@@ -113,24 +107,7 @@ push "<tag-pattern>%s<enter><tag-prefix><pipe-message><kill-line>cat > \$(mktemp
 	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmdline := fmt.Sprintf("%s -n -F %s -d 5 -l %s -f imap://%s/INBOX", neomutt, rcPath, logPath, srv.IMAP)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, "-q", "-e", "-c", cmdline, "/dev/null")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "TERM=xterm", "COLUMNS=132", "LINES=40")
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdinW.Close()
-	cmd.Stdin = stdinR
-	cmd.WaitDelay = 5 * time.Second
-	screen, err := cmd.CombinedOutput()
-	stdinR.Close()
-	if err != nil {
-		t.Fatalf("neomutt under script: %v (timeout: %v)\nscreen: %q", err, ctx.Err() != nil, clip(string(screen), 4000))
-	}
+	runInTerminal(t, dir, fmt.Sprintf("%s -n -F %s -d 5 -l %s -f imap://%s/INBOX", neomutt, rcPath, logPath, srv.IMAP))
 	return readFiles(t, out)
 }
 
