@@ -14,7 +14,8 @@ type Recent interface {
 	// FirstRecentUID it found and moves it past upTo, in one transaction,
 	// so that concurrent callers never claim the same UID. The caller's
 	// recent messages are those with first <= UID <= upTo (none when
-	// first > upTo). Like StoreFlags, the change may be committed without
-	// fsync: losing it only makes messages recent once more.
+	// first > upTo). The claim may reach the disk after ClaimRecent
+	// returns (store/sqlite writes it behind): losing it in a crash only
+	// makes messages recent once more.
 	ClaimRecent(ctx context.Context, mailboxID int64, upTo uint32) (first uint32, err error)
 }

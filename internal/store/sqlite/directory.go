@@ -209,6 +209,7 @@ func (s *Store) RemoveAccount(ctx context.Context, address string) error {
 				return fmt.Errorf("remove account: %w", err)
 			}
 		}
+		s.forgetRecent(0) // its mailboxes' IDs may come again
 		w.publish(id, 0)
 		return bumpDirectory(w)
 	})

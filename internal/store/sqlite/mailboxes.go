@@ -139,6 +139,7 @@ func (s *Store) Mailboxes(ctx context.Context, accountID int64) ([]store.Mailbox
 		if err != nil {
 			return nil, fmt.Errorf("sqlite store: list mailboxes: %w", err)
 		}
+		m.FirstRecentUID = s.recentFloor(m.ID, m.FirstRecentUID)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -160,6 +161,7 @@ func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (stor
 	if err != nil {
 		return store.Mailbox{}, fmt.Errorf("sqlite store: mailbox %q: %w", n, err)
 	}
+	m.FirstRecentUID = s.recentFloor(m.ID, m.FirstRecentUID)
 	return m, nil
 }
 
@@ -180,6 +182,7 @@ func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string)
 	if err != nil {
 		return store.MailboxStatus{}, fmt.Errorf("sqlite store: mailbox %q: %w", n, err)
 	}
+	m.FirstRecentUID = s.recentFloor(m.ID, m.FirstRecentUID)
 	st := store.MailboxStatus{Mailbox: m}
 	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(flags & ? = 0), 0), coalesce(sum(b.size), 0),
 		coalesce(sum(uid >= ?), 0)
@@ -256,6 +259,7 @@ func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string)
 		if _, err := w.exec("DELETE FROM mailboxes WHERE id = ?", m.ID); err != nil {
 			return fmt.Errorf("delete mailbox: %w", err)
 		}
+		s.forgetRecent(m.ID)
 		w.publish(accountID, m.ID)
 		w.publish(accountID, 0)
 		return nil
