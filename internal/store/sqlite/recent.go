@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"pimail/internal/store"
 )
@@ -57,12 +58,26 @@ func (s *Store) ClaimRecent(ctx context.Context, mailboxID int64, upTo uint32) (
 	r.dirty[mailboxID] = upTo + 1
 	if !r.flushing {
 		r.flushing = true
-		go s.flushRecent()
+		go func() {
+			// Claims that come meanwhile (a client appending message
+			// after message) share the write.
+			select {
+			case <-time.After(recentFlushDelay):
+			case <-s.ctx.Done(): // Close writes them
+			}
+			s.flushRecent()
+		}()
 	}
 	return first, nil
 }
 
+// recentFlushDelay is how long a claim waits before it is written, so
+// that the claims of a burst of new mail share one write. A crash within
+// it makes those messages recent once more.
+const recentFlushDelay = 100 * time.Millisecond
+
 // flushRecent writes the claims not yet written, until none are left.
+// Close calls it too, before the writer stops.
 func (s *Store) flushRecent() {
 	r := &s.recent
 	for {
