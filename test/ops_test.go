@@ -41,6 +41,28 @@ func TestQuickstartAndCheckDNS(t *testing.T) {
 			t.Errorf("systemd unit lacks %q:\n%s", want, unit)
 		}
 	}
+	// The MTA-STS policy is published from the store; one that senders
+	// could not read is refused, a good one replaces it.
+	mtasts := func(args ...string) (string, error) {
+		b, err := runToolErr(time.Minute, "", nil, pimailBin, append([]string{"domain", "mta-sts", "--data", data, domain}, args...)...)
+		return string(b), err
+	}
+	if p, err := mtasts(); err != nil || !strings.Contains(p, "mode: testing\nmx: "+host+"\n") {
+		t.Errorf("the policy quickstart published: %q, %v", p, err)
+	}
+	bad, good := filepath.Join(dir, "bad.txt"), filepath.Join(dir, "good.txt")
+	os.WriteFile(bad, []byte("version: STSv1\nmode: enforce\nmax_age: 86400\n"), 0o600) // no mx
+	os.WriteFile(good, []byte("version: STSv1\nmode: enforce\nmx: "+host+"\nmax_age: 86400\n"), 0o600)
+	if res, err := mtasts(bad); err == nil || !strings.Contains(res, "without mx") {
+		t.Errorf("a policy without mx was published: %s", res)
+	}
+	if res, err := mtasts(good); err != nil {
+		t.Errorf("publishing a policy: %v\n%s", err, res)
+	}
+	if p, _ := mtasts(); !strings.Contains(p, "mode: enforce\n") {
+		t.Errorf("the published policy: %q", p)
+	}
+
 	zone := between(t, out, "; ---- DNS records for "+domain, "; ---- end of DNS records ----")
 	for _, want := range []string{
 		domain + ". 3600 IN MX 10 " + host + ".",

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"pimail/internal/av"
 	"pimail/internal/message"
 	"pimail/internal/spam"
+	"pimail/internal/store/sqlite"
 )
 
 // filterRate runs pimail's content filtering alone, in this process, as the
@@ -27,7 +27,12 @@ import (
 // measures pimail as a whole (SMTP, filtering and fsynced storage).
 func filterRate(data string, raws [][]byte, conns int, d time.Duration) (float64, float64, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sf, err := spam.New(spam.Config{Dir: filepath.Join(data, "spam"), ReloadInterval: -1, Logger: quiet})
+	st, err := sqlite.Open(data, sqlite.Options{Logger: quiet, NoCollect: true})
+	if err != nil {
+		return 0, 0, fmt.Errorf("open the store with the models: %w", err)
+	}
+	defer st.Close()
+	sf, err := spam.New(spam.Config{Store: st, ReloadInterval: -1, Logger: quiet})
 	if err != nil {
 		return 0, 0, fmt.Errorf("spam filter: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/mail"
 	"net/smtp"
@@ -20,6 +21,9 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+
+	"pimail/internal/spam"
+	"pimail/internal/store/sqlite"
 )
 
 const (
@@ -110,11 +114,31 @@ func trainAccount(bin, data, corpus string, n int) (string, error) {
 	if out, err := exec.Command(bin, "spam", "train", "--data", data, "--account", benchUser, "--spam", list, "--ham", list).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("pimail spam train --account: %w: %s", err, out)
 	}
-	matches, _ := filepath.Glob(filepath.Join(data, "spam", "account-*.model"))
-	if len(matches) != 1 {
-		return "", fmt.Errorf("want one account model file, found %v", matches)
+	return modelSize(data, benchUser)
+}
+
+// modelSize is the size of the spam model of an account ("": the base
+// model) as the store keeps it.
+func modelSize(data, address string) (string, error) {
+	st, err := sqlite.Open(data, sqlite.Options{Logger: slog.New(slog.DiscardHandler), NoCollect: true})
+	if err != nil {
+		return "", fmt.Errorf("open the store: %w", err)
 	}
-	return fileSize(matches[0]), nil
+	defer st.Close()
+	ctx := context.Background()
+	id := spam.BaseAccount
+	if address != "" {
+		a, err := st.Account(ctx, address)
+		if err != nil {
+			return "", fmt.Errorf("account %s: %w", address, err)
+		}
+		id = a.ID
+	}
+	m, _, err := st.SpamModel(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("spam model of %q: %w", address, err)
+	}
+	return fmt.Sprintf("%.2f MB", float64(len(m))/(1<<20)), nil
 }
 
 func freePort() (int, error) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -133,8 +132,12 @@ func perf(o options, test []sample, data string, peers []peer) error {
 	if err != nil {
 		return err
 	}
+	base, err := modelSize(data, "")
+	if err != nil {
+		return err
+	}
 	fmt.Printf("model sizes: pimail base model %s; pimail account model after 250 spam + 250 ham of its own %s; SpamAssassin Bayes %s; rspamd Bayes (redis used_memory) %s\n",
-		fileSize(filepath.Join(data, "spam", "base.model")), acct, dirSize(o.saBayesDir), redisMemory())
+		base, acct, dirSize(o.saBayesDir), redisMemory())
 	return nil
 }
 
@@ -205,14 +208,6 @@ func peerNames(peers []peer) string {
 		b.WriteString(p.name() + " | ")
 	}
 	return b.String()
-}
-
-func fileSize(p string) string {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return "?"
-	}
-	return fmt.Sprintf("%.2f MB", float64(fi.Size())/(1<<20))
 }
 
 func dirSize(dir string) string {

@@ -19,7 +19,7 @@ import (
 func subcommands(noun string, verbs map[string]func(dataDir string, args []string) error, args []string, argsUsage map[string]string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
-		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota"} {
+		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota", "mta-sts"} {
 			if _, ok := verbs[v]; ok {
 				fmt.Fprintf(os.Stderr, "  %s %s %s\n", noun, v, argsUsage[v])
 			}
@@ -130,7 +130,8 @@ func cmdDomain(args []string) error {
 				return nil
 			})
 		},
-	}, args, map[string]string{"add": "DOMAIN", "remove": "DOMAIN", "list": ""})
+		"mta-sts": domainMTASTS,
+	}, args, map[string]string{"add": "DOMAIN", "remove": "DOMAIN", "list": "", "mta-sts": "DOMAIN [FILE|-]"})
 }
 
 func cmdAccount(args []string) error {
@@ -338,8 +339,14 @@ func cmdAlias(args []string) error {
 	})
 }
 
+// accountWriter is what creating accounts and setting passwords need.
+type accountWriter interface {
+	store.DirectoryWriter
+	store.Credentials
+}
+
 // addAccount creates an account with its password credentials.
-func addAccount(ctx context.Context, st store.Store, address, pw string) error {
+func addAccount(ctx context.Context, st accountWriter, address, pw string) error {
 	hash, err := password.Hash(pw)
 	if err != nil {
 		return err
@@ -354,7 +361,7 @@ func addAccount(ctx context.Context, st store.Store, address, pw string) error {
 }
 
 // setPassword replaces an account's password credentials.
-func setPassword(ctx context.Context, st store.Store, address, pw string) error {
+func setPassword(ctx context.Context, st store.Credentials, address, pw string) error {
 	hash, err := password.Hash(pw)
 	if err != nil {
 		return err
@@ -367,7 +374,7 @@ func setPassword(ctx context.Context, st store.Store, address, pw string) error 
 
 // setSCRAM stores the SCRAM-SHA-256 keys (RFC 7677) beside the argon2id
 // hash, so submission can offer SCRAM without knowing the password.
-func setSCRAM(ctx context.Context, st store.Store, address, pw string) error {
+func setSCRAM(ctx context.Context, st store.Credentials, address, pw string) error {
 	keys, err := password.SCRAMKeys(pw)
 	if err != nil {
 		return err

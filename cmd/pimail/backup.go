@@ -25,10 +25,12 @@ func signalContext() (context.Context, context.CancelFunc) {
 func cmdBackup(args []string) error {
 	fs := newFlags("backup", "OUTDIR", `Writes a consistent backup of the data directory into OUTDIR (new or
 empty), while the server keeps running: the database copied in one read
-transaction, every message file it references (hard-linked when OUTDIR is
-on the same file system, else copied and checked), spam models, TLS files,
-webmail preferences and import journals. The full-text index is not
-copied; it is rebuilt at start. See docs/upgrading.md.`)
+transaction (it holds everything but the message files: accounts, mail,
+the queue, preferences, sessions, spam models, keys and secrets), every
+message file it references (hard-linked when OUTDIR is on the same file
+system, else copied and checked), TLS files and import journals. The
+full-text index is not copied; it is rebuilt at start. See
+docs/upgrading.md.`)
 	data := fs.String("data", defaultDataDir(), "data directory")
 	copyFiles := fs.Bool("copy", false, "copy message files even where hard links are possible")
 	pos, err := parse(fs, args)
@@ -56,7 +58,7 @@ copied; it is rebuilt at start. See docs/upgrading.md.`)
 	fmt.Printf("backup of %s written to %s in %s\n", m.Source, pos[0], m.Duration)
 	fmt.Printf("  database      %d bytes\n", m.DBBytes)
 	fmt.Printf("  messages      %d files, %d bytes (%s)\n", m.Blobs, m.BlobBytes, how)
-	fmt.Printf("  other files   %d (spam models, TLS, webmail preferences, import journals)\n", m.AuxFiles)
+	fmt.Printf("  other files   %d (TLS, import journals)\n", m.AuxFiles)
 	if m.Attempts > 1 {
 		fmt.Printf("  attempts      %d (messages were expunged while copying; locked: %v)\n", m.Attempts, m.Locked)
 	}

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"pimail/internal/store/sqlite"
+	"pimail/internal/upgrade"
 )
 
 // defaultDataDir is where commands look for the data directory when no
@@ -62,9 +65,22 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // openStore opens the data directory's store. Short-lived admin commands
 // leave blob collection to the server (admin is true).
 func openStore(dir string, admin bool) (*sqlite.Store, error) {
-	st, err := sqlite.Open(dir, sqlite.Options{Logger: quietLogger(), NoCollect: admin})
+	return openData(dir, sqlite.Options{Logger: quietLogger(), NoCollect: admin})
+}
+
+// openData opens the store of a data directory and moves in what older
+// versions kept in files beside it (internal/upgrade), whichever command
+// opens it first.
+func openData(dir string, opts sqlite.Options) (*sqlite.Store, error) {
+	st, err := sqlite.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open data directory %s: %w", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := upgrade.Run(ctx, st, st.Dir(), opts.Logger); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	return st, nil
 }

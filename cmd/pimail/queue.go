@@ -88,7 +88,7 @@ func sender(from string) string {
 	return from
 }
 
-func queueList(ctx context.Context, st store.Store) error {
+func queueList(ctx context.Context, st store.OutboundQueue) error {
 	es, err := st.QueueEntries(ctx)
 	if err != nil {
 		return fmt.Errorf("list queue: %w", err)
@@ -117,7 +117,7 @@ func queueList(ctx context.Context, st store.Store) error {
 	return tw.Flush()
 }
 
-func queueShow(ctx context.Context, st store.Store, id int64) error {
+func queueShow(ctx context.Context, st store.OutboundQueue, id int64) error {
 	e, err := st.QueueEntry(ctx, id)
 	if err != nil {
 		return fmt.Errorf("show %d: %w", id, err)

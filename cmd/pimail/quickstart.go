@@ -150,13 +150,6 @@ func quickstart(o quickstartOpts) error {
 	if err := os.WriteFile(unit, []byte(systemdUnit(o)), 0o644); err != nil {
 		return fmt.Errorf("write systemd unit: %w", err)
 	}
-	policy := filepath.Join(o.data, "mta-sts", o.domain+".txt")
-	if err := os.MkdirAll(filepath.Dir(policy), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(policy), err)
-	}
-	if err := os.WriteFile(policy, []byte(dnscheck.MTASTSPolicy(o.hostname)), 0o600); err != nil {
-		return fmt.Errorf("write MTA-STS policy: %w", err)
-	}
 
 	fmt.Printf("pimail is set up for %s.\n\n", o.domain)
 	fmt.Printf("  configuration   %s\n", o.configPath)
@@ -172,7 +165,7 @@ func quickstart(o quickstartOpts) error {
 	}
 	fmt.Println()
 	printZone(o, records)
-	printAdvice(o, unit, policy, acmeActive)
+	printAdvice(o, unit, acmeActive)
 	return nil
 }
 
@@ -197,6 +190,18 @@ func setupDomain(ctx context.Context, st store.Store, o quickstartOpts, pw strin
 		} else {
 			notes = append(notes, pm+" is an alias of "+o.address)
 		}
+	}
+	// RFC 8461 §3.2: the policy senders fetch; one set before (maybe
+	// switched to enforce) is kept.
+	switch _, err := st.MTASTSPolicy(ctx, o.domain); {
+	case errors.Is(err, store.ErrNotFound):
+		if err := st.SetMTASTSPolicy(ctx, o.domain, dnscheck.MTASTSPolicy(o.hostname)); err != nil {
+			return nil, nil, false, fmt.Errorf("publish the MTA-STS policy: %w", err)
+		}
+	case err != nil:
+		return nil, nil, false, err
+	default:
+		notes = append(notes, "the MTA-STS policy of "+o.domain+" existed already; it is unchanged")
 	}
 	keys, err := dkim.EnsureKeys(ctx, st, o.domain)
 	if err != nil {
@@ -416,7 +421,7 @@ func printZone(o quickstartOpts, dkimRecs []dkim.Record) {
 }
 
 // printAdvice prints what the zone cannot hold and the next steps.
-func printAdvice(o quickstartOpts, unit, policy string, acmeActive bool) {
+func printAdvice(o quickstartOpts, unit string, acmeActive bool) {
 	fmt.Println("Reverse DNS (PTR): receivers distrust mail from an address whose reverse name")
 	fmt.Println("does not lead back to it. Ask the provider of the server's addresses to set:")
 	if len(o.addrs) == 0 {
@@ -426,11 +431,9 @@ func printAdvice(o quickstartOpts, unit, policy string, acmeActive bool) {
 		fmt.Printf("  %s. PTR %s.   (%s)\n", n, o.hostname, o.addrs[i])
 	}
 	fmt.Println()
-	fmt.Printf("MTA-STS policy: serve this file (kept in %s) at\n", policy)
-	fmt.Printf("https://mta-sts.%s/.well-known/mta-sts.txt with a certificate valid for that name:\n\n", o.domain)
-	for _, l := range strings.Split(strings.TrimSpace(dnscheck.MTASTSPolicy(o.hostname)), "\r\n") {
-		fmt.Println("  " + l)
-	}
+	fmt.Printf("MTA-STS policy: the server publishes it at https://mta-sts.%s/.well-known/mta-sts.txt,\n", o.domain)
+	fmt.Printf("which needs a certificate valid for that name. It starts in testing mode; show or\n")
+	fmt.Printf("change it with: pimail domain mta-sts %s [FILE]\n", o.domain)
 	fmt.Println()
 	fmt.Println("TLS:")
 	switch {

@@ -85,7 +85,7 @@ func run(cfg config.Config, onReady func(addrs map[string]string)) error {
 		debug.SetMemoryLimit(int64(cfg.MemoryLimitMB) << 20)
 		logger.Info("soft memory limit set", "mib", cfg.MemoryLimitMB)
 	}
-	st, err := sqlite.Open(cfg.Data, sqlite.Options{Logger: logger})
+	st, err := openData(cfg.Data, sqlite.Options{Logger: logger})
 	if err != nil {
 		return err
 	}

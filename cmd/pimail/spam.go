@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,14 +12,12 @@ import (
 	"strings"
 
 	"pimail/internal/spam"
+	"pimail/internal/store"
 )
 
 func init() {
 	register("spam", "train and test the spam filter", cmdSpam)
 }
-
-// spamDir is where the models live inside the data directory.
-func spamDir(data string) string { return filepath.Join(data, "spam") }
 
 func cmdSpam(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
@@ -43,15 +42,10 @@ func cmdSpam(args []string) error {
 }
 
 // accountID resolves --account to its ID (BaseAccount when empty).
-func accountID(data, address string) (int64, error) {
+func accountID(st store.DirectoryReader, address string) (int64, error) {
 	if address == "" {
 		return spam.BaseAccount, nil
 	}
-	st, err := openStore(data, true)
-	if err != nil {
-		return 0, err
-	}
-	defer st.Close()
 	acc, err := st.Account(context.Background(), strings.ToLower(address))
 	if err != nil {
 		return 0, fmt.Errorf("account %s: %w", address, err)
@@ -80,11 +74,16 @@ func spamTrain(args []string) error {
 	if *spamSrc == "" && *hamSrc == "" {
 		return usagef("give --spam and/or --ham")
 	}
-	id, err := accountID(*data, *account)
+	st, err := openStore(*data, true)
 	if err != nil {
 		return err
 	}
-	f, err := spam.New(spam.Config{Dir: spamDir(*data), ReloadInterval: -1, Logger: quietLogger()})
+	defer st.Close()
+	id, err := accountID(st, *account)
+	if err != nil {
+		return err
+	}
+	f, err := spam.New(spam.Config{Store: st, ReloadInterval: -1, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}
@@ -117,6 +116,9 @@ func spamTrain(args []string) error {
 		fmt.Printf("%s %d %s messages\n", verb, n, job.label)
 	}
 	if err := f.Save(); err != nil {
+		if errors.Is(err, store.ErrModified) {
+			return fmt.Errorf("%w; nothing was saved: run the command again", err)
+		}
 		return err
 	}
 	m, err := f.Model(id)
@@ -143,11 +145,16 @@ func spamCheck(args []string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	id, err := accountID(*data, *account)
+	st, err := openStore(*data, true)
 	if err != nil {
 		return err
 	}
-	f, err := spam.New(spam.Config{Dir: spamDir(*data), ReloadInterval: -1, Logger: quietLogger()})
+	defer st.Close()
+	id, err := accountID(st, *account)
+	if err != nil {
+		return err
+	}
+	f, err := spam.New(spam.Config{Store: st, ReloadInterval: -1, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

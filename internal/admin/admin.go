@@ -54,10 +54,23 @@ type Config struct {
 	Sieve SieveStore
 }
 
+// Store is what the admin pages need of the store.
+type Store interface {
+	store.DirectoryReader
+	store.DirectoryWriter
+	store.Credentials
+	store.AccountAdmin
+	store.OutboundQueue
+	store.BlobReader
+	store.DeliveryLog
+	store.Statistics
+	store.Sessions
+}
+
 // Server is the admin HTTP handler.
 type Server struct {
 	cfg      Config
-	st       store.Store
+	st       Store
 	authn    Authenticator
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -67,7 +80,7 @@ type Server struct {
 }
 
 // New returns the admin handler for paths under Prefix.
-func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *Server {
+func New(cfg Config, st Store, authn Authenticator, logger *slog.Logger) *Server {
 	if cfg.Hostname == "" {
 		cfg.Hostname = "localhost"
 	}
@@ -82,7 +95,7 @@ func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *
 		st:       st,
 		authn:    authn,
 		log:      logger.With("component", "admin"),
-		sessions: websession.New(cfg.SessionTTL, maxSessions),
+		sessions: websession.New(st, sessionApp, cfg.SessionTTL, maxSessions),
 		tmpl:     mustTemplates(),
 		now:      time.Now,
 	}

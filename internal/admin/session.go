@@ -9,8 +9,12 @@ import (
 	"pimail/internal/websession"
 )
 
-// maxSessions bounds the session table; the least recently used go first.
-const maxSessions = 1000
+// maxSessions bounds an account's admin sessions; a login beyond it ends
+// the least recently used.
+const maxSessions = 20
+
+// sessionApp names the admin's sessions in the store.
+const sessionApp = "admin"
 
 // session is one logged-in administrator (internal/websession, shared
 // with the webmail).
@@ -46,7 +50,10 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var sess *session
 		if c, err := r.Cookie(s.cookieName("pimail-admin")); err == nil {
-			sess, _ = s.sessions.Get(c.Value, s.now())
+			if sess, err = s.sessions.Get(r.Context(), c.Value, s.now()); err != nil {
+				s.httpError(w, r, http.StatusInternalServerError, "The server could not check your login.", err)
+				return
+			}
 		}
 		if sess == nil {
 			if r.Method == http.MethodGet {
@@ -62,7 +69,9 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			return
 		}
 		if !ok {
-			s.sessions.Delete(sess.ID)
+			if err := s.sessions.Delete(r.Context(), sess.ID); err != nil {
+				s.log.Error("end the session of a former administrator", "err", err)
+			}
 			s.httpError(w, r, http.StatusForbidden, "This account is no longer an administrator.", nil)
 			return
 		}
@@ -152,9 +161,17 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if old, err := r.Cookie(s.cookieName("pimail-admin")); err == nil {
-		s.sessions.Delete(old.Value) // no fixation: always a fresh id
+		// No fixation: always a fresh id.
+		if err := s.sessions.Delete(r.Context(), old.Value); err != nil {
+			s.log.Error("admin login: end the old session", "err", err)
+		}
 	}
-	sess := s.sessions.Create(acct.ID, acct.Address, s.now())
+	sess, err := s.sessions.Create(r.Context(), acct.ID, acct.Address, s.now())
+	if err != nil {
+		s.log.Error("admin login", "err", err)
+		s.renderLogin(w, http.StatusInternalServerError, "Login is not possible right now.")
+		return
+	}
 	s.setCookie(w, "pimail-admin", sess.ID, 0)
 	s.setCookie(w, "pimail-admin-login", "", -1)
 	s.log.Info("admin login", "user", acct.Address, "remote", websession.ClientIP(r))
@@ -162,7 +179,10 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.sessions.Delete(sess.ID)
+	if err := s.sessions.Delete(r.Context(), sess.ID); err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "Logging out failed; please try again.", err)
+		return
+	}
 	s.setCookie(w, "pimail-admin", "", -1)
 	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 }

@@ -38,10 +38,17 @@ var (
 // §4.5.3.1.3 limits a path to 256 octets).
 const maxUsernameLen = 320
 
+// Store is what authentication reads: accounts with their password
+// hashes, and SCRAM credentials.
+type Store interface {
+	store.DirectoryReader
+	store.Credentials
+}
+
 // Authenticator verifies user names and passwords. It is safe for
 // concurrent use.
 type Authenticator struct {
-	st     store.Store
+	st     Store
 	log    *slog.Logger
 	remote *limiter // failures per remote address (IPv6 per /64)
 	users  *limiter // failures per account name
@@ -52,13 +59,13 @@ type Authenticator struct {
 }
 
 // New returns an Authenticator with DefaultLimits.
-func New(st store.Store, logger *slog.Logger) *Authenticator {
+func New(st Store, logger *slog.Logger) *Authenticator {
 	return NewWithLimits(st, logger, DefaultLimits)
 }
 
 // NewWithLimits returns an Authenticator with the given rate limits; zero
 // fields take the default.
-func NewWithLimits(st store.Store, logger *slog.Logger, l Limits) *Authenticator {
+func NewWithLimits(st Store, logger *slog.Logger, l Limits) *Authenticator {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -2,11 +2,11 @@
 //
 // A backup is a directory laid out like a data directory, plus a manifest:
 //
-//	OUT/pimail.db            consistent copy of the database (VACUUM INTO)
+//	OUT/pimail.db            consistent copy of the database (VACUUM INTO):
+//	                         everything of the installation but the
+//	                         messages kept in files (package store's doc)
 //	OUT/blobs/<hh>/<sha256>  every message file the copy references
-//	OUT/spam/ OUT/tls/ OUT/webmail/ OUT/import/
-//	                         spam models, certificates and keys, webmail
-//	                         preferences, import journals (as found)
+//	OUT/tls/ OUT/import/     certificates and keys, import journals (as found)
 //	OUT/pimail-backup.json   the manifest, written last: a backup without
 //	                         it is incomplete
 //
@@ -37,17 +37,15 @@ import (
 // ManifestName is the manifest file of a backup directory.
 const ManifestName = "pimail-backup.json"
 
-// ManifestFormat is the version of the backup layout.
-const ManifestFormat = 1
+// ManifestFormat is the version of the backup layout. Backups of format
+// 1 (made before all state moved into the database) also hold the files
+// of upgrade.Legacy; Restore copies them too, and the server moves them
+// into the store at its first start.
+const ManifestFormat = 2
 
 // AuxDirs are the directories of a data directory copied besides the
 // database and the message files.
-var AuxDirs = []string{"spam", "tls", "webmail", "import"}
-
-// AuxFiles are the single files of a data directory copied besides them:
-// the SRS secret (without it, bounces to addresses rewritten before the
-// restore are refused).
-var AuxFiles = []string{"srs.key"} // delivery.SRSSecretFile
+var AuxDirs = []string{"tls", "import"}
 
 // Manifest describes a backup.
 type Manifest struct {
@@ -57,7 +55,7 @@ type Manifest struct {
 	Blobs     int       `json:"blobs"`      // message files
 	BlobBytes int64     `json:"blob_bytes"` // their total size
 	DBBytes   int64     `json:"db_bytes"`   // size of pimail.db
-	AuxFiles  int       `json:"aux_files"`  // files copied from AuxDirs
+	AuxFiles  int       `json:"aux_files"`  // files copied from AuxDirs (and, in format 1, the legacy files)
 	Linked    bool      `json:"linked"`     // message files are hard links to the source's
 	Attempts  int       `json:"attempts"`   // snapshot attempts
 	Locked    bool      `json:"locked"`     // the last attempt held the write lock
@@ -91,11 +89,6 @@ func Run(ctx context.Context, st *sqlite.Store, out string, opts Options) (Manif
 		}
 		m.AuxFiles += n
 	}
-	n, err := copyAuxFiles(st.Dir(), out)
-	if err != nil {
-		return m, fmt.Errorf("backup: %w", err)
-	}
-	m.AuxFiles += n
 	m.Duration = time.Since(start).Round(time.Millisecond).String()
 	if err := writeManifest(out, m); err != nil {
 		return m, fmt.Errorf("backup: %w", err)
@@ -117,8 +110,8 @@ func ReadManifest(dir string) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("read manifest %s: %w", filepath.Join(dir, ManifestName), err)
 	}
-	if m.Format != ManifestFormat {
-		return m, fmt.Errorf("backup %s has format %d; this pimail reads format %d", dir, m.Format, ManifestFormat)
+	if m.Format < 1 || m.Format > ManifestFormat {
+		return m, fmt.Errorf("backup %s has format %d; this pimail reads formats 1 to %d", dir, m.Format, ManifestFormat)
 	}
 	return m, nil
 }
@@ -135,10 +128,10 @@ func writeManifest(dir string, m Manifest) error {
 	return syncDir(dir)
 }
 
-// copyTree copies the regular files under src to dst (created as needed)
-// and fsyncs them, skipping temporary files (".name" or "*.tmp", written
-// and renamed into place by their owners). A missing src copies nothing.
-// It returns the number of files copied.
+// copyTree copies the regular files under src (or the file src) to dst
+// (created as needed) and fsyncs them, skipping temporary files (".name"
+// or "*.tmp", written and renamed into place by their owners). A missing
+// src copies nothing. It returns the number of files copied.
 func copyTree(src, dst string) (int, error) {
 	if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -181,22 +174,6 @@ func copyTree(src, dst string) (int, error) {
 }
 
 // copyFile copies one file with its permission bits and fsyncs it.
-// copyAuxFiles copies those of AuxFiles that exist in from to to.
-func copyAuxFiles(from, to string) (int, error) {
-	n := 0
-	for _, f := range AuxFiles {
-		err := copyFile(filepath.Join(from, f), filepath.Join(to, f))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
 func copyFile(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {

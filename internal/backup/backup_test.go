@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	"pimail/internal/delivery"
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
 )
@@ -50,13 +50,28 @@ func populate(t *testing.T, n int) (*sqlite.Store, store.Account) {
 			t.Fatal(err)
 		}
 	}
+	// What lives beside the mail in the database goes with it.
+	if _, err := st.SetPreferences(ctx, a.ID, "webmail", []byte(`{"signature":"s"}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Secret(ctx, "srs", []byte("srs secret")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetMTASTSPolicy(ctx, "example.org", "version: STSv1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SaveSpamModel(ctx, a.ID, []byte("model"), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.CreateSession(ctx, store.Session{App: "webmail", ID: "k", AccountID: a.ID, CSRF: "c",
+		Created: now, LastSeen: now, Expires: now.Add(time.Hour)}, 0); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
-		"spam/base.model":        "model",
-		"spam/.model-123.tmp":    "half written",
 		"tls/cert.pem":           "cert",
-		"webmail/prefs/1.json":   "{}",
+		"tls/.cert-123.tmp":      "half written",
 		"import/imap-ab.journal": "journal",
-		delivery.SRSSecretFile:   "srs secret",
 	}
 	for name, body := range files {
 		p := filepath.Join(st.Dir(), name)
@@ -90,10 +105,10 @@ func TestBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("backup: %v", err)
 	}
-	if m.Blobs != 13 || m.AuxFiles != 5 || !m.Linked {
-		t.Errorf("manifest %+v: want 13 linked message files (12 more messages in the database) and 5 auxiliary files", m)
+	if m.Blobs != 13 || m.AuxFiles != 2 || !m.Linked {
+		t.Errorf("manifest %+v: want 13 linked message files (12 more messages in the database) and 2 auxiliary files", m)
 	}
-	if _, err := os.Stat(filepath.Join(out, "spam", ".model-123.tmp")); err == nil {
+	if _, err := os.Stat(filepath.Join(out, "tls", ".cert-123.tmp")); err == nil {
 		t.Errorf("a temporary file was backed up")
 	}
 	if got, err := ReadManifest(out); err != nil || got.Blobs != 13 {
@@ -106,14 +121,11 @@ func TestBackupAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	if rs.Blobs != 13 || rs.AuxFiles != 5 {
+	if rs.Blobs != 13 || rs.AuxFiles != 2 {
 		t.Errorf("restore stats %+v", rs)
 	}
-	if b, err := os.ReadFile(filepath.Join(data, "webmail", "prefs", "1.json")); err != nil || string(b) != "{}" {
-		t.Errorf("webmail prefs after restore: %q, %v", b, err)
-	}
-	if fi, err := os.Stat(filepath.Join(data, delivery.SRSSecretFile)); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("SRS secret after restore: %v, %v", fi, err)
+	if b, err := os.ReadFile(filepath.Join(data, "import", "imap-ab.journal")); err != nil || string(b) != "journal" {
+		t.Errorf("import journal after restore: %q, %v", b, err)
 	}
 	rep := verify(t, data)
 	if rep.MailRows != 25 {
@@ -132,6 +144,73 @@ func TestBackupAndRestore(t *testing.T) {
 		if _, err := rst.ReadBlob(ctx, msg.BlobID); err != nil {
 			t.Fatalf("restored message UID %d: %v", msg.UID, err)
 		}
+	}
+	if doc, _, err := rst.Preferences(ctx, a.ID, "webmail"); err != nil || string(doc) != `{"signature":"s"}` {
+		t.Errorf("preferences after restore: %q, %v", doc, err)
+	}
+	if sec, err := rst.Secret(ctx, "srs", []byte("other")); err != nil || string(sec) != "srs secret" {
+		t.Errorf("SRS secret after restore: %q, %v", sec, err)
+	}
+	if p, err := rst.MTASTSPolicy(ctx, "example.org"); err != nil || p != "version: STSv1\r\n" {
+		t.Errorf("MTA-STS policy after restore: %q, %v", p, err)
+	}
+	if m, _, err := rst.SpamModel(ctx, a.ID); err != nil || string(m) != "model" {
+		t.Errorf("spam model after restore: %q, %v", m, err)
+	}
+	if s, err := rst.Session(ctx, "webmail", "k", time.Now()); err != nil || s.AccountID != a.ID {
+		t.Errorf("session after restore: %+v, %v", s, err)
+	}
+}
+
+// TestRestoreFormat1 restores a backup made before all state moved into
+// the database: the files it holds beside the database are restored too,
+// for the server's first start to move in (internal/upgrade).
+func TestRestoreFormat1(t *testing.T) {
+	ctx := context.Background()
+	st, _ := populate(t, 3)
+	out := filepath.Join(t.TempDir(), "backup")
+	m, err := Run(ctx, st, out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Format = 1
+	if err := writeManifest(out, m); err != nil {
+		t.Fatal(err)
+	}
+	legacy := map[string]string{"spam/base.model": "model", "webmail/1.json": "{}", "srs.key": "secret", "mta-sts/example.org.txt": "policy"}
+	for name, body := range legacy {
+		p := filepath.Join(out, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(t.TempDir(), "restored")
+	rs, err := Restore(ctx, out, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.AuxFiles != 2+len(legacy) {
+		t.Errorf("restored %d auxiliary files, want %d", rs.AuxFiles, 2+len(legacy))
+	}
+	for name, body := range legacy {
+		if b, err := os.ReadFile(filepath.Join(data, name)); err != nil || string(b) != body {
+			t.Errorf("%s after restore: %q, %v", name, b, err)
+		}
+	}
+	// A backup of this format never restores such files.
+	m.Format = ManifestFormat
+	if err := writeManifest(out, m); err != nil {
+		t.Fatal(err)
+	}
+	data2 := filepath.Join(t.TempDir(), "restored2")
+	if _, err := Restore(ctx, out, data2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(data2, "srs.key")); err == nil {
+		t.Error("a format 2 backup restored a legacy file")
 	}
 }
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"pimail/internal/store/sqlite"
+	"pimail/internal/upgrade"
 )
 
 // RestoreStats describes a finished restore.
@@ -45,18 +47,17 @@ func Restore(ctx context.Context, from, to string) (RestoreStats, error) {
 	if err := restoreBlobs(ctx, filepath.Join(from, "blobs"), filepath.Join(to, "blobs"), &rs); err != nil {
 		return rs, fmt.Errorf("restore: %w", err)
 	}
-	for _, d := range AuxDirs {
+	aux := AuxDirs
+	if m.Format == 1 {
+		aux = append(slices.Clone(aux), upgrade.Legacy...)
+	}
+	for _, d := range aux {
 		n, err := copyTree(filepath.Join(from, d), filepath.Join(to, d))
 		if err != nil {
 			return rs, fmt.Errorf("restore: %w", err)
 		}
 		rs.AuxFiles += n
 	}
-	n, err := copyAuxFiles(from, to)
-	if err != nil {
-		return rs, fmt.Errorf("restore: %w", err)
-	}
-	rs.AuxFiles += n
 	if err := syncDir(to); err != nil {
 		return rs, fmt.Errorf("restore: %w", err)
 	}

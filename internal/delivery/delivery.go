@@ -77,9 +77,19 @@ type Envelope struct {
 	Authenticated bool
 }
 
+// Store is what the pipeline needs of the store: accounts (for quota
+// notices), their usage, their mailboxes (for Sieve's fileinto), and the
+// delivery itself.
+type Store interface {
+	store.DirectoryReader
+	store.Quotas
+	store.MailboxReader
+	store.Deliverer
+}
+
 // Pipeline delivers received messages into the store.
 type Pipeline struct {
-	st     store.Store
+	st     Store
 	dir    *directory.View
 	logger *slog.Logger
 	now    func() time.Time
@@ -107,7 +117,7 @@ func (p *Pipeline) WithDeliveryLog(l *deliverylog.Logger) *Pipeline {
 }
 
 // New returns a pipeline that resolves recipients with dir and stores into st.
-func New(st store.Store, dir *directory.View, logger *slog.Logger) *Pipeline {
+func New(st Store, dir *directory.View, logger *slog.Logger) *Pipeline {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"pimail/internal/directory"
+	"pimail/internal/store/sqlite"
 )
 
 // queued is one message handed to the recording forwarder.
@@ -111,25 +110,34 @@ func TestSRSRefusals(t *testing.T) {
 	}
 }
 
+// TestLoadSRSSecret: the secret is made once and then the store's, also
+// for a store opened again (a restart).
 func TestLoadSRSSecret(t *testing.T) {
+	ctx := context.Background()
 	dir := t.TempDir()
-	a, err := LoadSRSSecret(dir)
+	st, err := sqlite.Open(dir, sqlite.Options{Logger: quiet(), CollectInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := LoadSRSSecret(dir)
+	a, err := LoadSRSSecret(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := LoadSRSSecret(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	if len(a) != 32 || !bytes.Equal(a, b) {
 		t.Fatalf("secret %d bytes, stable=%v", len(a), bytes.Equal(a, b))
 	}
-	fi, err := os.Stat(filepath.Join(dir, SRSSecretFile))
+	st, err = sqlite.Open(dir, sqlite.Options{Logger: quiet(), CollectInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Fatalf("secret file mode %v", fi.Mode().Perm())
+	defer st.Close()
+	if c, err := LoadSRSSecret(ctx, st); err != nil || !bytes.Equal(a, c) {
+		t.Fatalf("after reopening: %x, %v; want %x", c, err, a)
 	}
 }
 

@@ -1,16 +1,17 @@
 package delivery
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"pimail/internal/store"
 )
 
 // The Sender Rewriting Scheme (SRS; Shevek's "Sender Rewriting Scheme"
@@ -40,9 +41,8 @@ const (
 	// DefaultSRSMaxAge is how long a rewritten address accepts bounces
 	// (libsrs2's default is 21 days; delivery is retried for 5).
 	DefaultSRSMaxAge = 21 * 24 * time.Hour
-	// SRSSecretFile is the name of the secret's file in the data
-	// directory.
-	SRSSecretFile = "srs.key"
+	// SRSSecretName names the secret in the store (store.Secrets).
+	SRSSecretName = "srs"
 )
 
 // srsBase32 is the RFC 4648 base32 alphabet, lower case: MTAs may change
@@ -76,44 +76,19 @@ func NewSRS(secret []byte, maxAge time.Duration) (*SRS, error) {
 	return &SRS{secret: append([]byte(nil), secret...), maxAge: maxAge, now: time.Now}, nil
 }
 
-// LoadSRSSecret reads the SRS secret from dir/srs.key, creating the file
-// with 32 random bytes (mode 0600) when it does not exist yet. The secret
-// stays the same for the life of the installation, so addresses handed
-// out before a restart still accept their bounces.
-func LoadSRSSecret(dir string) ([]byte, error) {
-	path := filepath.Join(dir, SRSSecretFile)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		return b, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("srs: read secret: %w", err)
-	}
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
+// LoadSRSSecret returns the SRS secret the store keeps (store.Secrets,
+// under SRSSecretName), making 32 random bytes at the first start. The
+// secret stays the same for the life of the installation, and is the
+// same on every node, so addresses handed out before a restart (or by
+// another node) still accept their bounces.
+func LoadSRSSecret(ctx context.Context, st store.Secrets) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
 		return nil, fmt.Errorf("srs: make secret: %w", err)
 	}
-	// Written to a temporary file and renamed, so a crash leaves either
-	// no secret or a whole one; O_EXCL on the final name is not needed
-	// because only this process creates it.
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	secret, err := st.Secret(ctx, SRSSecretName, fresh)
 	if err != nil {
-		return nil, fmt.Errorf("srs: create secret: %w", err)
-	}
-	if _, err := f.Write(secret); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("srs: write secret: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("srs: sync secret: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("srs: close secret: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("srs: install secret: %w", err)
+		return nil, fmt.Errorf("srs: secret: %w", err)
 	}
 	return secret, nil
 }

@@ -47,13 +47,13 @@ type Resolution struct {
 // View is the in-memory recipient directory. The zero value is not usable;
 // create one with New and load it with Start (or Reload).
 type View struct {
-	st     store.Store
+	st     store.DirectoryReader
 	logger *slog.Logger
 	snap   atomic.Pointer[snapshot]
 }
 
 // New returns a view over st. It holds no data until Start or Reload.
-func New(st store.Store, logger *slog.Logger) *View {
+func New(st store.DirectoryReader, logger *slog.Logger) *View {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -28,7 +28,7 @@ var SignedHeaders = []string{
 // Signer signs messages with the keys of their From domain. It is safe for
 // concurrent use.
 type Signer struct {
-	st  store.Store
+	st  store.SigningKeys
 	log *slog.Logger
 	now func() time.Time
 
@@ -43,7 +43,7 @@ type loadedKey struct {
 }
 
 // NewSigner returns a Signer over the store's keys.
-func NewSigner(st store.Store, logger *slog.Logger) *Signer {
+func NewSigner(st store.SigningKeys, logger *slog.Logger) *Signer {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -66,7 +66,7 @@ func (s *Signer) EnsureKeys(ctx context.Context, domain string) ([]store.DKIMKey
 
 // EnsureKeys is the Signer-less form, for the CLI: it returns the domain's
 // keys and generates them when there are none.
-func EnsureKeys(ctx context.Context, st store.Store, domain string) ([]store.DKIMKey, error) {
+func EnsureKeys(ctx context.Context, st store.SigningKeys, domain string) ([]store.DKIMKey, error) {
 	return NewSigner(st, slog.New(slog.DiscardHandler)).EnsureKeys(ctx, domain)
 }
 

@@ -146,6 +146,18 @@ func MTASTSPolicy(hostname string) string {
 	return "version: STSv1\r\nmode: testing\r\nmx: " + strings.ToLower(hostname) + "\r\nmax_age: 604800\r\n"
 }
 
+// NormalizeMTASTSPolicy ends every line of a policy with CRLF, as RFC 8461
+// §3.2 has it, and drops blank lines; a policy of blank lines only is "".
+func NormalizeMTASTSPolicy(text string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimRight(l, "\r"); strings.TrimSpace(l) != "" {
+			b.WriteString(l + "\r\n")
+		}
+	}
+	return b.String()
+}
+
 // PTRNames returns the reverse-lookup names (RFC 1035 §3.5, RFC 3596 §2.5)
 // of the addresses, whose PTR record must name the server.
 func PTRNames(addrs []netip.Addr) []string {

@@ -108,7 +108,7 @@ func startBenchServer(msgs [][]byte) (addr, plainAddr string, err error) {
 		return "", "", fmt.Errorf("wait for the full-text index: %w", err)
 	}
 	var addrs []string
-	for _, s := range []store.Store{st, plainStore{st}} {
+	for _, s := range []Store{st, generalStore{st}} {
 		srv := New(Config{AllowInsecureAuth: true}, s, testAuth{st}, quiet)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

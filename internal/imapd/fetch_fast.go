@@ -1,29 +1,18 @@
 package imapd
 
 import (
-	"context"
-
 	"pimail/internal/imapwire"
 	"pimail/internal/message"
 	"pimail/internal/store"
 )
-
-// bufferedFetcher is implemented by stores whose envelope and header
-// reads can put their bytes into reused buffers, given back with release
-// once the chunk is sent (store/sqlite does).
-type bufferedFetcher interface {
-	FetchEnvelopesBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet) (metas []store.MessageMeta, release func(), err error)
-	// FetchHeadersBuffered leaves the sizes zero without withSize.
-	FetchHeadersBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet, withSize bool) (metas []store.MessageMeta, headers [][]byte, release func(), err error)
-}
 
 // fetchPath is how one FETCH gets its data from the store.
 type fetchPath int
 
 const (
 	pathFull     fetchPath = iota // Fetch (with Parsed when needed) and ReadBlob per message
-	pathEnvelope                  // FetchEnvelopesBuffered: ENVELOPE without the MIME tree
-	pathHeader                    // FetchHeadersBuffered: sections of the top-level header only
+	pathEnvelope                  // store.HeaderReader's FetchEnvelopesBuffered: ENVELOPE without the MIME tree
+	pathHeader                    // store.HeaderReader's FetchHeadersBuffered: sections of the top-level header only
 )
 
 // choosePath picks the cheapest path that has everything the attributes
@@ -69,15 +58,13 @@ func noRelease() {}
 // header path, their headers (nil otherwise). release (never nil) gives
 // the store's buffers back once the chunk is sent.
 func (s *session) fetchMetas(mailboxID int64, uids store.UIDSet, plan fetchPlan) (metas []store.MessageMeta, headers [][]byte, release func(), err error) {
-	if bf, ok := s.srv.st.(bufferedFetcher); ok {
-		switch plan.path {
-		case pathEnvelope:
-			metas, release, err := bf.FetchEnvelopesBuffered(s.ctx, mailboxID, uids)
-			return metas, nil, release, err
-		case pathHeader:
-			// Parsed stays nil: writeFetch knows that raw is the header.
-			return bf.FetchHeadersBuffered(s.ctx, mailboxID, uids, plan.size)
-		}
+	switch plan.path {
+	case pathEnvelope:
+		metas, release, err := s.srv.st.FetchEnvelopesBuffered(s.ctx, mailboxID, uids)
+		return metas, nil, release, err
+	case pathHeader:
+		// Parsed stays nil: writeFetch knows that raw is the header.
+		return s.srv.st.FetchHeadersBuffered(s.ctx, mailboxID, uids, plan.size)
 	}
 	metas, err = s.srv.st.Fetch(s.ctx, mailboxID, uids, store.FetchOptions{Parsed: plan.parsed})
 	return metas, nil, noRelease, err

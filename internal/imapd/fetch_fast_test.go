@@ -15,16 +15,60 @@ import (
 	"time"
 
 	"pimail/internal/imapwire"
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
-// plainStore hides the optional fast paths of the store it wraps, so
-// that a server on it answers every FETCH on the general path.
-type plainStore struct{ store.Store }
+// generalStore answers the header reads (store.HeaderReader) from the
+// general ones, Fetch with Parsed and ReadBlob, as a store without fast
+// paths could: a server on it shows what the fast paths must equal.
+type generalStore struct{ Store }
+
+func (g generalStore) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error) {
+	metas, err := g.Fetch(ctx, mailboxID, uids, store.FetchOptions{Parsed: true})
+	for i := range metas {
+		metas[i].Parsed = &message.Parsed{Envelope: *envelopeOf(&metas[i])}
+	}
+	return metas, err
+}
+
+func (g generalStore) FetchEnvelopesBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, func(), error) {
+	metas, err := g.FetchEnvelopes(ctx, mailboxID, uids)
+	return metas, func() {}, err
+}
+
+func (g generalStore) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, [][]byte, error) {
+	metas, err := g.Fetch(ctx, mailboxID, uids, store.FetchOptions{Parsed: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	headers := make([][]byte, len(metas))
+	for i := range metas {
+		raw, err := g.ReadBlob(ctx, metas[i].BlobID)
+		if err != nil {
+			return nil, nil, err
+		}
+		headers[i] = headerBytes(raw, rootPart(&metas[i], raw))
+		metas[i].Parsed = nil
+	}
+	return metas, headers, nil
+}
+
+func (g generalStore) FetchHeadersBuffered(ctx context.Context, mailboxID int64, uids store.UIDSet, _ bool) ([]store.MessageMeta, [][]byte, func(), error) {
+	metas, headers, err := g.FetchHeaders(ctx, mailboxID, uids)
+	return metas, headers, func() {}, err
+}
 
 // fetchAll sends one command and returns everything up to and including
 // its tagged response.
 func fetchAll(t *testing.T, addr, command string) string {
+	t.Helper()
+	return fetchEach(t, addr, []string{command})[0]
+}
+
+// fetchEach sends the commands on one session (after LOGIN and EXAMINE
+// INBOX) and returns the answer of each, its tagged response included.
+func fetchEach(t *testing.T, addr string, commands []string) []string {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -33,18 +77,20 @@ func fetchAll(t *testing.T, addr, command string) string {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
 	br := bufio.NewReader(c)
-	var out strings.Builder
-	for _, cmd := range []string{"a LOGIN alice@example.org " + testPassword, "b EXAMINE INBOX", "Zq9 " + command} {
+	var outs []string
+	for i, cmd := range append([]string{"a LOGIN alice@example.org " + testPassword, "b EXAMINE INBOX"}, commands...) {
+		if i >= 2 {
+			cmd = "Zq9 " + cmd
+		}
 		tag := cmd[:strings.IndexByte(cmd, ' ')]
 		io.WriteString(c, cmd+"\r\n")
+		var out strings.Builder
 		for range 1_000_000 {
 			l, err := br.ReadString('\n')
 			if err != nil {
-				t.Fatalf("%s: %v", command, err)
+				t.Fatalf("%s: %v", cmd, err)
 			}
-			if tag == "Zq9" {
-				out.WriteString(l)
-			}
+			out.WriteString(l)
 			if strings.HasPrefix(l, tag+" ") {
 				if !strings.HasPrefix(l, tag+" OK") {
 					t.Fatalf("%s: %q", cmd, l)
@@ -52,8 +98,11 @@ func fetchAll(t *testing.T, addr, command string) string {
 				break
 			}
 		}
+		if i >= 2 {
+			outs = append(outs, out.String())
+		}
 	}
-	return out.String()
+	return outs
 }
 
 // TestFetchFastPathsMatch compares, byte for byte, the answers of the
@@ -77,7 +126,7 @@ func TestFetchFastPathsMatch(t *testing.T) {
 	for _, r := range raws {
 		e.deliver("", r)
 	}
-	plain := New(Config{AllowInsecureAuth: true}, plainStore{e.st}, testAuth{e.st}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	plain := New(Config{AllowInsecureAuth: true}, generalStore{e.st}, testAuth{e.st}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +146,23 @@ func TestFetchFastPathsMatch(t *testing.T) {
 		}
 		if n := strings.Count(fast, " FETCH ("); n < 2 {
 			t.Errorf("%s: only %d FETCH responses", cmd, n)
+		}
+	}
+	// The general path of this server (ENVELOPE and the header together
+	// take it) writes what the two fast paths write.
+	var cmds []string
+	for i := 1; i <= len(raws); i++ {
+		cmds = append(cmds, fmt.Sprintf("FETCH %d (ENVELOPE)", i), fmt.Sprintf("FETCH %d (BODY.PEEK[HEADER])", i),
+			fmt.Sprintf("FETCH %d (ENVELOPE BODY.PEEK[HEADER])", i))
+	}
+	outs := fetchEach(t, e.addr, cmds)
+	for i := 0; i < len(outs); i += 3 {
+		n := i/3 + 1
+		env, hdr, full := outs[i], outs[i+1], outs[i+2]
+		env = env[:strings.LastIndex(env, ")\r\nZq9 OK")]
+		hdr = strings.TrimPrefix(hdr, fmt.Sprintf("* %d FETCH (", n))
+		if want := env + " " + hdr; full != want {
+			t.Errorf("message %d: the general path differs from the fast paths\ngeneral: %.600q\nfast:    %.600q", n, full, want)
 		}
 	}
 }
@@ -172,7 +238,7 @@ func TestFetchManyChunks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plain := New(Config{AllowInsecureAuth: true}, plainStore{e.st}, testAuth{e.st}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	plain := New(Config{AllowInsecureAuth: true}, generalStore{e.st}, testAuth{e.st}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

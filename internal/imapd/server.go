@@ -123,10 +123,25 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Store is what the IMAP server needs of the store.
+type Store interface {
+	store.MailboxReader
+	store.MailboxWriter
+	store.MessageReader
+	store.HeaderReader
+	store.BlobReader
+	store.ChangeFeed
+	store.Mutator
+	store.Appender
+	store.Searcher
+	store.Quotas
+	store.Recent
+}
+
 // Server serves IMAP on any number of listeners.
 type Server struct {
 	cfg    Config
-	st     store.Store
+	st     Store
 	authn  Authenticator
 	log    *slog.Logger
 	ctx    context.Context
@@ -136,7 +151,7 @@ type Server struct {
 }
 
 // New returns a server; call Serve for each listener.
-func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *Server {
+func New(cfg Config, st Store, authn Authenticator, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -46,16 +46,24 @@ type Stats struct {
 	Bytes     int64 // message bytes (without From_ lines and added headers)
 }
 
+// Store is what an export reads of the store.
+type Store interface {
+	store.DirectoryReader
+	store.MailboxReader
+	store.MessageReader
+	store.BlobReader
+}
+
 // Exporter reads one account's mail.
 type Exporter struct {
-	st    store.Store
+	st    Store
 	acct  store.Account
 	log   *slog.Logger
 	stats Stats
 }
 
 // New returns an exporter of the account with the given address.
-func New(ctx context.Context, st store.Store, address string, log *slog.Logger) (*Exporter, error) {
+func New(ctx context.Context, st Store, address string, log *slog.Logger) (*Exporter, error) {
 	if log == nil {
 		log = slog.Default()
 	}

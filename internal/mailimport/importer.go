@@ -42,9 +42,21 @@ func (s *Stats) Add(o Stats) {
 // memory an import needs); larger messages are skipped and counted.
 const DefaultMaxMessageSize = 64 << 20
 
+// Store is what an import needs of the store: the account, its
+// mailboxes (created and subscribed as in the source), the messages
+// already there (to skip them again) and Append.
+type Store interface {
+	store.DirectoryReader
+	store.MailboxReader
+	store.MailboxWriter
+	store.MessageReader
+	store.BlobReader
+	store.Appender
+}
+
 // Importer stores messages into one account.
 type Importer struct {
-	st   store.Store
+	st   Store
 	acct store.Account
 	log  *slog.Logger
 	// MaxMessageSize is the largest message read; 0 means DefaultMaxMessageSize.
@@ -58,7 +70,7 @@ type Importer struct {
 }
 
 // New returns an importer into the account with the given address.
-func New(ctx context.Context, st store.Store, address string, log *slog.Logger) (*Importer, error) {
+func New(ctx context.Context, st Store, address string, log *slog.Logger) (*Importer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -113,7 +125,7 @@ func (im *Importer) Mailbox(ctx context.Context, name, specialUse string) (store
 		mb, err = im.st.Mailbox(ctx, im.acct.ID, name)
 	} else if err == nil {
 		// Imported folders are subscribed, so that IMAP clients that
-		// list subscribed folders show them (store.Subscriptions).
+		// list subscribed folders show them (store/subscriptions.go).
 		err = im.st.SetSubscribed(ctx, im.acct.ID, name, true)
 	}
 	if err != nil {

@@ -27,7 +27,7 @@ const scramSaltLen = 16
 //	StoredKey      = SHA-256(HMAC(SaltedPassword, "Client Key"))
 //	ServerKey      = HMAC(SaltedPassword, "Server Key")
 //
-// Store them with store.Store.SetSCRAM after SetPassword/AddAccount.
+// Store them with store.Credentials.SetSCRAM after SetPassword/AddAccount.
 func SCRAMKeys(pw string) (store.SCRAMCredentials, error) {
 	salt := make([]byte, scramSaltLen)
 	if _, err := rand.Read(salt); err != nil {

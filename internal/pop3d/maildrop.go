@@ -29,7 +29,7 @@ type dropMsg struct {
 }
 
 // loadMaildrop takes the snapshot of the account's INBOX.
-func loadMaildrop(ctx context.Context, st store.Store, accountID int64) (*maildrop, error) {
+func loadMaildrop(ctx context.Context, st Store, accountID int64) (*maildrop, error) {
 	mb, err := st.Mailbox(ctx, accountID, "INBOX")
 	if err != nil {
 		return nil, fmt.Errorf("opening INBOX: %w", err)
@@ -96,7 +96,7 @@ func (d *maildrop) uniqueID(m *dropMsg) string {
 // commit is the UPDATE state (RFC 1939 §6): it sets \Seen on retrieved
 // messages, then flags the deleted ones \Deleted and expunges exactly
 // those UIDs. It returns the number of messages removed.
-func (d *maildrop) commit(ctx context.Context, st store.Store) (int, error) {
+func (d *maildrop) commit(ctx context.Context, st Store) (int, error) {
 	var del, seen []uint32
 	for _, m := range d.msgs {
 		switch {

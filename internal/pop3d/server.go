@@ -136,10 +136,19 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Store is what POP3 needs of the store: the INBOX, its messages, and
+// the flags and expunge of the UPDATE state.
+type Store interface {
+	store.MailboxReader
+	store.MessageReader
+	store.BlobReader
+	store.Mutator
+}
+
 // Server serves POP3 on any number of listeners.
 type Server struct {
 	cfg    Config
-	st     store.Store
+	st     Store
 	authn  Authenticator
 	log    *slog.Logger
 	ctx    context.Context
@@ -150,7 +159,7 @@ type Server struct {
 }
 
 // New returns a server; call Serve for each listener.
-func New(cfg Config, st store.Store, authn Authenticator, logger *slog.Logger) *Server {
+func New(cfg Config, st Store, authn Authenticator, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -154,6 +154,14 @@ func (q *Queue) fetchPolicy(ctx context.Context, domain string) (*stsPolicy, err
 	return parsePolicy(string(body))
 }
 
+// CheckPolicy reports why text is not a policy senders accept (RFC 8461
+// §3.2), read as this queue reads other domains' policies; nil when it is
+// one. `pimail domain mta-sts` checks the policies it publishes with it.
+func CheckPolicy(text string) error {
+	_, err := parsePolicy(text)
+	return err
+}
+
 // parsePolicy reads the key: value lines of RFC 8461 §3.2.
 func parsePolicy(text string) (*stsPolicy, error) {
 	p := &stsPolicy{}

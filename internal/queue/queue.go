@@ -145,9 +145,16 @@ type LocalDeliverer interface {
 	Deliver(ctx context.Context, env delivery.Envelope, raw []byte) ([]store.Delivered, error)
 }
 
+// Store is what the queue needs of the store: the queue itself and the
+// queued messages' bytes.
+type Store interface {
+	store.OutboundQueue
+	store.BlobReader
+}
+
 // Deps are the queue's collaborators.
 type Deps struct {
-	Store    store.Store
+	Store    Store
 	Dir      *directory.View // which domains are local (DKIM signing, DSN routing)
 	Local    LocalDeliverer  // delivers DSNs to local senders
 	Resolver dnsresolver.Resolver
@@ -160,7 +167,7 @@ type Deps struct {
 // Queue is the outbound queue. It is safe for concurrent use.
 type Queue struct {
 	cfg   Config
-	st    store.Store
+	st    Store
 	dir   *directory.View
 	local LocalDeliverer
 	dns   dnsresolver.Resolver

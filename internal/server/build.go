@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +33,7 @@ import (
 	"pimail/internal/sieve"
 	"pimail/internal/smtpd"
 	"pimail/internal/spam"
+	"pimail/internal/store"
 	"pimail/internal/submission"
 	"pimail/internal/webmail"
 )
@@ -75,12 +76,12 @@ func (p *parts) close() {
 
 // build constructs every component from the configuration: the directory
 // view (started), the delivery pipeline with its filters, and the servers.
-func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config, acmeHTTP http.Handler, logger *slog.Logger) (*parts, error) {
+func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.Config, acmeHTTP http.Handler, logger *slog.Logger) (*parts, error) {
 	dir := directory.New(st, logger)
 	if err := dir.Start(ctx); err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
 	}
-	filters, err := newFilters(cfg, logger)
+	filters, err := newFilters(cfg, st, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +122,8 @@ func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	// Alias forwarding to remote targets goes through the queue, with
-	// SRS senders whose secret lives in the data directory.
-	srsSecret, err := delivery.LoadSRSSecret(cfg.Data)
+	// SRS senders whose secret the store keeps.
+	srsSecret, err := delivery.LoadSRSSecret(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -243,11 +244,10 @@ func build(ctx context.Context, cfg config.Config, st Store, tlsConf *tls.Config
 		mux.Handle("/metrics", loopbackOnly(metrics.Handler()))
 		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data,
 			DeliveryLog: p.dlog, Sieve: st}, st, authn, logger))
-		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(filepath.Join(cfg.Data, "mta-sts")))
+		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(st, logger))
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,
 			SecureCookies: secure,
-			DataDir:       cfg.Data,
 			MaxUploadSize: cfg.SMTP.MaxMessageSize,
 			Outbound:      p.queue, // built above, never nil here
 			Junk:          webJunk,
@@ -274,26 +274,31 @@ func port(addr string) int {
 }
 
 // mtaSTSPolicy serves the MTA-STS policy (RFC 8461 §3.2) of the domain
-// named by the request's host, mta-sts.DOMAIN, from DIR/DOMAIN.txt as
-// `pimail quickstart` writes it.
-func mtaSTSPolicy(dir string) http.Handler {
+// named by the request's host, mta-sts.DOMAIN, as the store keeps it
+// (`pimail quickstart` and `pimail domain mta-sts` set it).
+func mtaSTSPolicy(st store.MTASTSPolicies, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := strings.ToLower(r.Host)
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 		domain, ok := strings.CutPrefix(host, "mta-sts.")
-		if !ok || domain == "" || strings.ContainsAny(domain, "/\\") || strings.HasPrefix(domain, ".") {
+		if !ok || domain == "" {
 			http.NotFound(w, r)
 			return
 		}
-		policy, err := os.ReadFile(filepath.Join(dir, domain+".txt"))
+		policy, err := st.MTASTSPolicy(r.Context(), domain)
 		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrInvalid) {
+				logger.Error("MTA-STS policy", "domain", domain, "err", err)
+				http.Error(w, "the policy cannot be read now", http.StatusServiceUnavailable)
+				return
+			}
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
-		w.Write(policy)
+		io.WriteString(w, policy)
 	})
 }
 
@@ -330,11 +335,11 @@ func (w *webServer) Serve(ln net.Listener) error { return w.srv.Serve(ln) }
 func (w *webServer) Close() error                { return w.srv.Close() }
 
 // newFilters builds the content filters of the delivery pipeline.
-func newFilters(cfg config.Config, logger *slog.Logger) (delivery.Filters, error) {
+func newFilters(cfg config.Config, st store.SpamModels, logger *slog.Logger) (delivery.Filters, error) {
 	var f delivery.Filters
 	if cfg.Spam.Enabled {
 		sf, err := spam.New(spam.Config{
-			Dir:             filepath.Join(cfg.Data, "spam"),
+			Store:           st,
 			JunkThreshold:   cfg.Spam.JunkThreshold,
 			RejectThreshold: cfg.Spam.RejectThreshold,
 			NoReject:        cfg.Spam.NoReject,

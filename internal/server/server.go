@@ -38,16 +38,9 @@ type listener struct {
 	ln   net.Listener
 }
 
-// Store is what a running pimail needs of its store: the whole store and
-// the Sieve role (the users' filters and ManageSieve).
-type Store interface {
-	store.Store
-	store.Sieve
-}
-
 // Run serves until ctx is cancelled, then shuts everything down. It reports
 // the first listener that fails to bind, before announcing readiness.
-func Run(ctx context.Context, cfg config.Config, st Store, logger *slog.Logger, ready func(addrs map[string]string)) error {
+func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Logger, ready func(addrs map[string]string)) error {
 	var tlsConf *tls.Config
 	var acmeHTTP http.Handler // answers HTTP-01 challenges, redirects the rest to HTTPS
 	var err error

@@ -1,23 +1,32 @@
 package server
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"pimail/internal/store/sqlite"
 )
 
 func TestMTASTSPolicy(t *testing.T) {
-	dir := t.TempDir()
-	policy := "version: STSv1\nmode: enforce\nmx: mail.example.org\nmax_age: 604800\n"
-	if err := os.WriteFile(filepath.Join(dir, "example.org.txt"), []byte(policy), 0o644); err != nil {
+	ctx := context.Background()
+	st, err := sqlite.Open(t.TempDir(), sqlite.Options{Logger: slog.New(slog.DiscardHandler), CollectInterval: -1})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(t.TempDir(), "secret.txt"), []byte("no"), 0o644); err != nil {
+	defer st.Close()
+	for _, d := range []string{"example.org", "other.org"} {
+		if _, err := st.AddDomain(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy := "version: STSv1\r\nmode: enforce\r\nmx: mail.example.org\r\nmax_age: 604800\r\n"
+	if err := st.SetMTASTSPolicy(ctx, "example.org", policy); err != nil {
 		t.Fatal(err)
 	}
-	h := mtaSTSPolicy(dir)
+	h := mtaSTSPolicy(st, slog.New(slog.DiscardHandler))
 	for _, tc := range []struct {
 		host string
 		code int
@@ -26,6 +35,7 @@ func TestMTASTSPolicy(t *testing.T) {
 		{"MTA-STS.Example.Org:443", 200},
 		{"example.org", 404},       // not the policy host
 		{"mta-sts.other.org", 404}, // no policy for that domain
+		{"mta-sts.unknown.org", 404},
 		{"mta-sts.../secret", 404}, // no path tricks
 		{"mta-sts.", 404},
 	} {
@@ -36,8 +46,8 @@ func TestMTASTSPolicy(t *testing.T) {
 		if w.Code != tc.code {
 			t.Errorf("host %q: status %d, want %d", tc.host, w.Code, tc.code)
 		}
-		if tc.code == 200 && w.Body.String() != policy {
-			t.Errorf("host %q: body %q", tc.host, w.Body.String())
+		if tc.code == 200 && (w.Body.String() != policy || w.Header().Get("Content-Type") != "text/plain") {
+			t.Errorf("host %q: body %q, type %q", tc.host, w.Body.String(), w.Header().Get("Content-Type"))
 		}
 	}
 }

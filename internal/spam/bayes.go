@@ -45,6 +45,11 @@ type Model struct {
 	tab       *table
 	maxTokens int
 	dirty     bool
+	// tracked models (those of a store) keep what they learned since
+	// their last save apart, so that a save can add it to a model saved
+	// by another writer meanwhile (modelsync.go).
+	tracked bool
+	delta   delta
 }
 
 // table is a read-only token table: hashes ascending with their counts,
@@ -168,19 +173,22 @@ func (m *Model) learn(hashes []uint64, spam bool, delta int) {
 	defer m.mu.Unlock()
 	m.thaw()
 	m.dirty = true
+	ns, nh := m.nspam, m.nham
 	if delta > 0 {
 		if spam {
-			m.nspam++
+			m.nspam = satAdd(m.nspam)
 		} else {
-			m.nham++
+			m.nham = satAdd(m.nham)
 		}
 	} else if spam && m.nspam > 0 {
 		m.nspam--
 	} else if !spam && m.nham > 0 {
 		m.nham--
 	}
+	m.noteMessages(int64(m.nspam)-int64(ns), int64(m.nham)-int64(nh))
 	for _, h := range hashes {
-		c := m.tokens[h]
+		old := m.tokens[h]
+		c := old
 		switch {
 		case delta > 0 && spam:
 			c.spam = satAdd(c.spam)
@@ -191,14 +199,24 @@ func (m *Model) learn(hashes []uint64, spam bool, delta int) {
 		case !spam && c.ham > 0:
 			c.ham--
 		}
-		if c.spam == 0 && c.ham == 0 {
-			delete(m.tokens, h)
-		} else {
-			m.tokens[h] = c
+		if c == old {
+			continue
 		}
+		m.noteToken(h, int64(c.spam)-int64(old.spam), int64(c.ham)-int64(old.ham))
+		m.put(h, c)
 	}
 	if len(m.tokens) > m.maxTokens {
 		m.prune()
+	}
+}
+
+// put sets a token's counts in the map; a token seen in no message goes.
+// Called with mu held for writing, after thaw.
+func (m *Model) put(h uint64, c counts) {
+	if c.spam == 0 && c.ham == 0 {
+		delete(m.tokens, h)
+	} else {
+		m.tokens[h] = c
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"pimail/internal/message"
+	"pimail/internal/store"
 )
 
 // Action is what happens to a message for one recipient.
@@ -41,8 +42,9 @@ func (a Action) String() string {
 
 // Config holds the filter's settings; zero values take the defaults.
 type Config struct {
-	// Dir holds the model files (DATA/spam). Empty keeps models in memory only.
-	Dir string
+	// Store keeps the models (and the junk ledger of JunkLearner); nil
+	// keeps them in memory only.
+	Store store.SpamModels
 	// JunkThreshold: a score at or above it files the message as junk.
 	// Default 4.
 	JunkThreshold float64
@@ -60,9 +62,9 @@ type Config struct {
 	// MaxTokens bounds the base model, MaxAccountTokens each account's.
 	// Defaults DefaultMaxTokens and DefaultMaxTokens/4.
 	MaxTokens, MaxAccountTokens int
-	// ReloadInterval is how often model files are checked for changes made
-	// by `pimail spam train` while the server runs. Default 30 s; negative
-	// turns it off.
+	// ReloadInterval is how often the store is asked whether the loaded
+	// models were saved by another process (`pimail spam train` while the
+	// server runs) or node. Default 30 s; negative turns it off.
 	ReloadInterval time.Duration
 	Logger         *slog.Logger
 }
@@ -179,7 +181,7 @@ type Filter struct {
 	reputation ReputationSource
 }
 
-// New returns a filter and loads the models from cfg.Dir.
+// New returns a filter and loads the base model from cfg.Store.
 func New(cfg Config) (*Filter, error) {
 	cfg.defaults()
 	ms, err := newModelSet(cfg)

@@ -2,6 +2,7 @@ package spam
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pimail/internal/store"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -77,66 +80,74 @@ func TestFilterVerdicts(t *testing.T) {
 // An account's own training adjusts the shared base model for that
 // account only.
 func TestPerAccountModel(t *testing.T) {
-	dir := t.TempDir()
-	f, err := New(Config{Dir: dir, Logger: quiet()})
+	st, ids := testStore(t, 2)
+	a7, a8 := ids[0], ids[1]
+	f, err := New(Config{Store: st, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	trainSynthetic(t, f, BaseAccount)
-	// Account 7 considers newsletters spam; the base has never seen them.
+	// Account a7 considers newsletters spam; the base has never seen them.
 	news := "weekly newsletter gardening tips roses tulips compost season"
 	for i := 0; i < 30; i++ {
-		if err := f.TrainSpam(7, synth(i, "newsletter", news)); err != nil {
+		if err := f.TrainSpam(a7, synth(i, "newsletter", news)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx := context.Background()
-	r, err := f.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{7, 8}})
+	r, err := f.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{a7, a8}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Accounts[7].Action == Accept || r.Accounts[8].Action != Accept {
-		t.Fatalf("account 7 %+v, account 8 %+v", r.Accounts[7], r.Accounts[8])
+	if r.Accounts[a7].Action == Accept || r.Accounts[a8].Action != Accept {
+		t.Fatalf("account a7 %+v, account a8 %+v", r.Accounts[a7], r.Accounts[a8])
 	}
 	if r.Rejected {
 		t.Fatal("rejected although one recipient accepts")
 	}
-	// Persisted and loaded again.
+	// Stored and loaded again.
 	if err := f.Save(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"base.model", "account-7.model"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
+	for _, id := range []int64{BaseAccount, a7} {
+		if v, err := st.SpamModelVersion(ctx, id); err != nil || v == 0 {
+			t.Fatalf("model of %d not stored: %v", id, err)
 		}
 	}
-	g, err := New(Config{Dir: dir, Logger: quiet()})
+	g, err := New(Config{Store: st, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _ := g.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{7}})
-	if r2.Accounts[7].Score != r.Accounts[7].Score {
-		t.Fatalf("after reload %v, before %v", r2.Accounts[7].Score, r.Accounts[7].Score)
+	r2, _ := g.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{a7}})
+	if r2.Accounts[a7].Score != r.Accounts[a7].Score {
+		t.Fatalf("after reload %v, before %v", r2.Accounts[a7].Score, r.Accounts[a7].Score)
 	}
-	// Untraining account 7's lesson brings it back to the base verdict.
+	// Untraining account a7's lesson brings it back to the base verdict.
 	for i := 0; i < 30; i++ {
-		g.Untrain(7, synth(i, "newsletter", news), true)
+		g.Untrain(a7, synth(i, "newsletter", news), true)
 	}
-	r3, _ := g.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{7}})
-	if r3.Accounts[7].Action != Accept {
-		t.Fatalf("after untrain: %+v", r3.Accounts[7])
+	r3, _ := g.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{a7}})
+	if r3.Accounts[a7].Action != Accept {
+		t.Fatalf("after untrain: %+v", r3.Accounts[a7])
+	}
+	// The account's model goes with the account.
+	if err := st.RemoveAccount(ctx, "u0@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := st.SpamModelVersion(ctx, a7); err != nil || v != 0 {
+		t.Fatalf("model of a removed account: version %d, %v", v, err)
 	}
 }
 
-// A model file replaced by another process (pimail spam train) is picked
-// up by a running filter.
+// A model saved by another process (pimail spam train) is picked up by a
+// running filter.
 func TestReloadChangedModel(t *testing.T) {
-	dir := t.TempDir()
-	running, err := New(Config{Dir: dir, Logger: quiet(), ReloadInterval: time.Millisecond})
+	st, _ := testStore(t, 0)
+	running, err := New(Config{Store: st, Logger: quiet(), ReloadInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, _ := New(Config{Dir: dir, Logger: quiet(), ReloadInterval: -1})
+	cli, _ := New(Config{Store: st, Logger: quiet(), ReloadInterval: -1})
 	trainSynthetic(t, cli, BaseAccount)
 	if err := cli.Save(); err != nil {
 		t.Fatal(err)
@@ -145,6 +156,74 @@ func TestReloadChangedModel(t *testing.T) {
 	r, _ := running.Check(context.Background(), Input{Raw: synth(1, "offer", spamBody), Accounts: []int64{1}})
 	if r.Message.Bayes < 0.9 {
 		t.Fatalf("model not reloaded: %+v", r.Message)
+	}
+}
+
+// TestSaveMerges: two writers (two nodes, or the server and `pimail spam
+// train`) train the same model from the same stored version; the second
+// save finds the model changed, and adds its own training to it instead
+// of overwriting the first's.
+func TestSaveMerges(t *testing.T) {
+	st, ids := testStore(t, 1)
+	acct := ids[0]
+	a, _ := New(Config{Store: st, Logger: quiet(), ReloadInterval: -1})
+	b, _ := New(Config{Store: st, Logger: quiet(), ReloadInterval: -1})
+	for _, f := range []*Filter{a, b} {
+		if _, err := f.Model(acct); err != nil { // both load the empty model
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		a.TrainSpam(acct, synth(i, "offer", spamBody))
+		b.TrainHam(acct, synth(i, "meeting", hamBody))
+	}
+	b.Untrain(acct, synth(0, "meeting", hamBody), false)
+	if err := a.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(); err != nil {
+		t.Fatalf("second save: %v", err)
+	}
+	c, _ := New(Config{Store: st, Logger: quiet(), ReloadInterval: -1})
+	m, err := c.Model(acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, h := m.Counts(); s != 10 || h != 9 {
+		t.Fatalf("merged model: %d spam %d ham, want 10 and 9", s, h)
+	}
+	// The same model as one writer that trained it all.
+	one, _ := New(Config{Logger: quiet()})
+	for i := range 10 {
+		one.TrainSpam(acct, synth(i, "offer", spamBody))
+		one.TrainHam(acct, synth(i, "meeting", hamBody))
+	}
+	one.Untrain(acct, synth(0, "meeting", hamBody), false)
+	mo, _ := one.Model(acct)
+	var want, got bytes.Buffer
+	mo.WriteTo(&want)
+	m.WriteTo(&got)
+	if !bytes.Equal(want.Bytes(), got.Bytes()) {
+		t.Fatalf("merged model (%d tokens) differs from one trained by one writer (%d tokens)", m.Size(), mo.Size())
+	}
+
+	// Changes too many to keep apart cannot be merged: the save says so
+	// and stores nothing.
+	small, _ := New(Config{Store: st, Logger: quiet(), ReloadInterval: -1, MaxAccountTokens: 5})
+	if _, err := small.Model(acct); err != nil {
+		t.Fatal(err)
+	}
+	small.TrainSpam(acct, synth(99, "offer", spamBody+" many more different words than five"))
+	a.TrainSpam(acct, synth(98, "offer", spamBody))
+	if err := a.Save(); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := st.SpamModelVersion(context.Background(), acct)
+	if err := small.Save(); !errors.Is(err, store.ErrModified) {
+		t.Fatalf("unmergeable save: %v, want ErrModified", err)
+	}
+	if v2, _ := st.SpamModelVersion(context.Background(), acct); v2 != v {
+		t.Fatal("an unmergeable save stored something")
 	}
 }
 

@@ -1,31 +1,28 @@
 package spam
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"pimail/internal/store"
 )
 
 // JunkLearner trains accounts' models from their users' junk decisions
 // (a message moved into or out of Junk, flagged $Junk or $NotJunk). It
 // implements imapd.JunkTrainer: Junk only queues, a single background
 // worker reads the message, trains and saves, so IMAP commands never wait
-// for the classifier or the disk.
+// for the classifier or the store.
 //
-// Training is idempotent per account and message: the learner remembers
-// which blobs it trained as what (DIR/account-<id>.trained), skips a
-// repeat of the same decision, and untrains the old class before training
-// the new one when the user changes their mind.
+// Training is idempotent per account and message: the store's junk
+// ledger (store.SpamModels) remembers which blobs were trained as what,
+// and is written in the transaction that saves the model, so a repeat of
+// the same decision is skipped, and the old class is untrained before the
+// new one is trained when the user changes their mind, across restarts
+// and nodes alike.
 type JunkLearner struct {
 	f     *Filter
 	read  func(ctx context.Context, blobID int64) ([]byte, error)
@@ -35,8 +32,10 @@ type JunkLearner struct {
 	stop  context.CancelFunc
 	ctx   context.Context
 
-	mu      sync.Mutex
-	ledgers map[int64]*ledger
+	mu sync.Mutex
+	// pending are the decisions trained since the last save: account →
+	// blob → spam. Without a store they are the only ledger.
+	pending map[int64]map[int64]bool
 	dropped atomic.Int64 // not under mu: Junk must never wait for the worker
 }
 
@@ -48,26 +47,19 @@ type junkJob struct {
 
 // Bounds of the learner.
 const (
-	junkQueueLen = 1024   // decisions waiting; more are dropped (and logged)
-	maxLedger    = 100000 // remembered decisions per account; the oldest blobs are forgotten
+	junkQueueLen = 1024 // decisions waiting; more are dropped (and logged)
 	junkSaveIdle = 2 * time.Second
 )
 
-// ledger is one account's record of trained blobs: true spam, false ham.
-type ledger struct {
-	trained map[int64]bool
-	dirty   bool
-}
-
 // NewJunkLearner starts the learner's worker. read returns a message's
-// raw bytes by blob ID (store.Store's ReadBlob). Close stops it.
+// raw bytes by blob ID (store.BlobReader's ReadBlob). Close stops it.
 func NewJunkLearner(f *Filter, read func(ctx context.Context, blobID int64) ([]byte, error), logger *slog.Logger) *JunkLearner {
 	if logger == nil {
 		logger = f.cfg.Logger
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &JunkLearner{f: f, read: read, log: logger, queue: make(chan junkJob, junkQueueLen),
-		done: make(chan struct{}), stop: cancel, ctx: ctx, ledgers: map[int64]*ledger{}}
+		done: make(chan struct{}), stop: cancel, ctx: ctx, pending: map[int64]map[int64]bool{}}
 	go l.run()
 	return l
 }
@@ -89,7 +81,7 @@ func (l *JunkLearner) Junk(accountID, blobID int64, spam bool) {
 }
 
 // Close stops taking decisions, trains what is queued, and saves the
-// models and ledgers.
+// models and the ledger.
 func (l *JunkLearner) Close() error {
 	close(l.queue)
 	<-l.done
@@ -148,11 +140,10 @@ func (l *JunkLearner) run() {
 func (l *JunkLearner) learn(j junkJob) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	led, err := l.ledger(j.account)
+	prev, seen, err := l.trained(j.account, j.blob)
 	if err != nil {
 		return err
 	}
-	prev, seen := led.trained[j.blob]
 	if seen && prev == j.spam {
 		return nil // already trained this way
 	}
@@ -175,11 +166,12 @@ func (l *JunkLearner) learn(j junkJob) error {
 	if err != nil {
 		return err
 	}
-	led.trained[j.blob] = j.spam
-	led.dirty = true
-	if len(led.trained) > maxLedger {
-		led.forgetOldest(maxLedger * 9 / 10)
+	p := l.pending[j.account]
+	if p == nil {
+		p = map[int64]bool{}
+		l.pending[j.account] = p
 	}
+	p[j.blob] = j.spam
 	return nil
 }
 
@@ -188,138 +180,45 @@ func (l *JunkLearner) learn(j junkJob) error {
 func (l *JunkLearner) Trained(accountID, blobID int64) (spam, ok bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	led, err := l.ledger(accountID)
-	if err != nil {
-		return false, false, err
+	return l.trained(accountID, blobID)
+}
+
+// trained looks a decision up in the unsaved ones, then in the store's
+// ledger. Called with mu held.
+func (l *JunkLearner) trained(account, blob int64) (spam, ok bool, err error) {
+	if spam, ok := l.pending[account][blob]; ok {
+		return spam, true, nil
 	}
-	spam, ok = led.trained[blobID]
+	st := l.f.cfg.Store
+	if st == nil {
+		return false, false, nil
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, storeTimeout)
+	defer cancel()
+	spam, ok, err = st.JunkTrained(ctx, account, blob)
+	if err != nil {
+		return false, false, fmt.Errorf("junk ledger: %w", err)
+	}
 	return spam, ok, nil
 }
 
-// forgetOldest keeps the n highest blob IDs (blob IDs grow with time).
-func (d *ledger) forgetOldest(n int) {
-	ids := make([]int64, 0, len(d.trained))
-	for id := range d.trained {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids[:len(ids)-n] {
-		delete(d.trained, id)
-	}
-}
-
-func (l *JunkLearner) ledgerPath(account int64) string {
-	if l.f.cfg.Dir == "" {
-		return ""
-	}
-	return filepath.Join(l.f.cfg.Dir, "account-"+strconv.FormatInt(account, 10)+".trained")
-}
-
-// ledger returns an account's ledger, reading its file on first use.
-// Called with mu held.
-func (l *JunkLearner) ledger(account int64) (*ledger, error) {
-	if d, ok := l.ledgers[account]; ok {
-		return d, nil
-	}
-	d := &ledger{trained: map[int64]bool{}}
-	if p := l.ledgerPath(account); p != "" {
-		if err := d.load(p); err != nil {
-			return nil, err
-		}
-	}
-	l.ledgers[account] = d
-	return d, nil
-}
-
-// Ledger file: one line per blob, "<blob id> s" or "<blob id> h".
-func (d *ledger) load(path string) error {
-	fh, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read junk ledger: %w", err)
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	for n := 0; sc.Scan() && n < 2*maxLedger; n++ {
-		id, class, ok := strings.Cut(sc.Text(), " ")
-		v, err := strconv.ParseInt(id, 10, 64)
-		if !ok || err != nil || (class != "s" && class != "h") {
-			continue // a damaged line forgets one decision, nothing worse
-		}
-		d.trained[v] = class == "s"
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read junk ledger %s: %w", path, err)
-	}
-	return nil
-}
-
-// save writes the models (Filter.Save) and then the changed ledgers. A
-// crash between the two can at worst train one message twice, never lose
-// the model.
+// save writes the changed models, each with its account's new ledger
+// entries in the same transaction: a crash never leaves a decision
+// trained but not remembered, or remembered but not trained.
 func (l *JunkLearner) save() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	errs := []error{l.f.Save()}
-	for account, d := range l.ledgers {
-		p := l.ledgerPath(account)
-		if !d.dirty || p == "" {
-			continue
+	trained := make(map[int64][]store.JunkTrained, len(l.pending))
+	for account, p := range l.pending {
+		for blob, spam := range p {
+			trained[account] = append(trained[account], store.JunkTrained{BlobID: blob, Spam: spam})
 		}
-		if err := d.write(p); err != nil {
-			errs = append(errs, err)
-			continue
+	}
+	saved, err := l.f.models.save(trained)
+	if l.f.cfg.Store != nil {
+		for _, account := range saved {
+			delete(l.pending, account)
 		}
-		d.dirty = false
-	}
-	return errors.Join(errs...)
-}
-
-func (d *ledger) write(path string) error {
-	var b strings.Builder
-	ids := make([]int64, 0, len(d.trained))
-	for id := range d.trained {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		class := "h"
-		if d.trained[id] {
-			class = "s"
-		}
-		b.WriteString(strconv.FormatInt(id, 10) + " " + class + "\n")
-	}
-	if err := writeAtomic(path, []byte(b.String())); err != nil {
-		return fmt.Errorf("write junk ledger: %w", err)
-	}
-	return nil
-}
-
-// writeAtomic writes a file through a temporary one and a rename.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".ledger-*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 	}
 	return err
 }

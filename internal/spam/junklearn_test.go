@@ -2,38 +2,32 @@ package spam
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
 func TestJunkLearner(t *testing.T) {
-	dir := t.TempDir()
-	f, err := New(Config{Dir: dir, Logger: quiet()})
+	st, ids := testStore(t, 2)
+	acct, other := ids[0], ids[1]
+	f, err := New(Config{Store: st, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	trainSynthetic(t, f, BaseAccount)
 	news := "weekly newsletter gardening tips roses tulips compost season"
-	blobs := map[int64][]byte{}
-	for i := int64(1); i <= 30; i++ {
-		blobs[i] = synth(int(i), "newsletter", news)
+	var blobs []int64
+	for i := range 30 {
+		blobs = append(blobs, deliverBlob(t, st, acct, synth(i, "newsletter", news)))
 	}
 	var reads atomic.Int64
-	read := func(_ context.Context, id int64) ([]byte, error) {
+	read := func(ctx context.Context, id int64) ([]byte, error) {
 		reads.Add(1)
-		if b, ok := blobs[id]; ok {
-			return b, nil
-		}
-		return nil, errors.New("no such blob")
+		return st.ReadBlob(ctx, id)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l := NewJunkLearner(f, read, quiet())
-	const acct = 7
 	counts := func() (int, int) {
 		m, err := f.Model(acct)
 		if err != nil {
@@ -43,13 +37,13 @@ func TestJunkLearner(t *testing.T) {
 	}
 
 	// The user marks 30 newsletters as junk, some twice: each is trained once.
-	for i := int64(1); i <= 30; i++ {
-		l.Junk(acct, i, true)
+	for i, b := range blobs {
+		l.Junk(acct, b, true)
 		if i%3 == 0 {
-			l.Junk(acct, i, true)
+			l.Junk(acct, b, true)
 		}
 	}
-	l.Junk(acct, 999, true)      // unreadable: logged, not fatal
+	l.Junk(acct, 999999, true)   // unreadable: logged, not fatal
 	l.Junk(BaseAccount, 1, true) // the base model is not for users
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -57,40 +51,40 @@ func TestJunkLearner(t *testing.T) {
 	if s, h := counts(); s != 30 || h != 0 {
 		t.Fatalf("after junk: %d spam %d ham", s, h)
 	}
-	r, _ := f.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{acct, 8}})
-	if r.Accounts[acct].Action == Accept || r.Accounts[8].Action != Accept {
-		t.Fatalf("account %d %+v, account 8 %+v", acct, r.Accounts[acct], r.Accounts[8])
+	r, _ := f.Check(ctx, Input{Raw: synth(100, "newsletter", news), Accounts: []int64{acct, other}})
+	if r.Accounts[acct].Action == Accept || r.Accounts[other].Action != Accept {
+		t.Fatalf("account %d %+v, account %d %+v", acct, r.Accounts[acct], other, r.Accounts[other])
+	}
+	// The ledger is the store's, written with the model.
+	if spam, ok, err := st.JunkTrained(ctx, acct, blobs[4]); err != nil || !ok || !spam {
+		t.Fatalf("store's ledger for a junked blob: spam=%v ok=%v %v", spam, ok, err)
 	}
 
 	// The user takes one back out of Junk: untrained as spam, trained as ham.
-	l.Junk(acct, 5, false)
+	l.Junk(acct, blobs[4], false)
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if s, h := counts(); s != 29 || h != 1 {
 		t.Fatalf("after not-junk: %d spam %d ham", s, h)
 	}
-	if spam, ok, _ := l.Trained(acct, 5); !ok || spam {
-		t.Fatalf("ledger for blob 5: spam=%v ok=%v", spam, ok)
+	if spam, ok, _ := l.Trained(acct, blobs[4]); !ok || spam {
+		t.Fatalf("ledger for blob %d: spam=%v ok=%v", blobs[4], spam, ok)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"account-7.model", "account-7.trained"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
 
-	// A new process remembers: repeating old decisions changes nothing.
-	f2, err := New(Config{Dir: dir, Logger: quiet()})
+	// A new process (or node) remembers: repeating old decisions changes
+	// nothing and reads no message.
+	f2, err := New(Config{Store: st, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l2 := NewJunkLearner(f2, read, quiet())
 	before := reads.Load()
-	l2.Junk(acct, 5, false)
-	l2.Junk(acct, 6, true)
+	l2.Junk(acct, blobs[4], false)
+	l2.Junk(acct, blobs[5], true)
 	if err := l2.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,19 +116,5 @@ func TestJunkLearnerNeverBlocks(t *testing.T) {
 	close(block)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestLedgerForgetsOldest(t *testing.T) {
-	d := &ledger{trained: map[int64]bool{}}
-	for i := int64(1); i <= 100; i++ {
-		d.trained[i] = i%2 == 0
-	}
-	d.forgetOldest(10)
-	if len(d.trained) != 10 || !d.trained[100] {
-		t.Fatalf("kept %v", d.trained)
-	}
-	if _, ok := d.trained[90]; ok {
-		t.Fatal("kept an old one")
 	}
 }

@@ -1,22 +1,21 @@
 package spam
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"pimail/internal/message"
+	"pimail/internal/store"
 )
 
 // BaseAccount names the shared base model in the training API.
 const BaseAccount int64 = 0
 
 // modelSet holds the base model and the account models that have been
-// used, and knows their files: DIR/base.model and DIR/account-<id>.model.
+// used, loaded from the store (store.SpamModels) and saved back to it.
 type modelSet struct {
 	cfg  Config
 	mu   sync.Mutex
@@ -26,8 +25,15 @@ type modelSet struct {
 
 type loaded struct {
 	m       *Model
-	modTime time.Time // of the file when read; zero if there was none
+	version int64 // of the stored model when read or last saved; 0: none stored
 }
+
+// storeTimeout bounds one read or write of a model.
+const storeTimeout = 30 * time.Second
+
+// maxSaveAttempts bounds how often save merges its changes into a model
+// another writer saved meanwhile and tries again.
+const maxSaveAttempts = 5
 
 func newModelSet(cfg Config) (*modelSet, error) {
 	s := &modelSet{cfg: cfg, all: map[int64]*loaded{}, last: time.Now()}
@@ -37,16 +43,6 @@ func newModelSet(cfg Config) (*modelSet, error) {
 	return s, nil
 }
 
-func (s *modelSet) path(id int64) string {
-	if s.cfg.Dir == "" {
-		return ""
-	}
-	if id == BaseAccount {
-		return filepath.Join(s.cfg.Dir, "base.model")
-	}
-	return filepath.Join(s.cfg.Dir, "account-"+strconv.FormatInt(id, 10)+".model")
-}
-
 func (s *modelSet) limit(id int64) int {
 	if id == BaseAccount {
 		return s.cfg.MaxTokens
@@ -54,7 +50,7 @@ func (s *modelSet) limit(id int64) int {
 	return s.cfg.MaxAccountTokens
 }
 
-// get returns a model, loading it from its file on first use.
+// get returns a model, loading it from the store on first use.
 func (s *modelSet) get(id int64) (*Model, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,20 +65,25 @@ func (s *modelSet) get(id int64) (*Model, error) {
 	return l.m, nil
 }
 
+// load reads a model from the store; a model never stored is empty.
 func (s *modelSet) load(id int64) (*loaded, error) {
-	p := s.path(id)
-	if p == "" {
+	if s.cfg.Store == nil {
 		return &loaded{m: NewModel(s.limit(id))}, nil
 	}
-	var mt time.Time
-	if fi, err := os.Stat(p); err == nil {
-		mt = fi.ModTime()
-	}
-	m, err := LoadModel(p, s.limit(id))
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	data, version, err := s.cfg.Store.SpamModel(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load spam model: %w", err)
 	}
-	return &loaded{m: m, modTime: mt}, nil
+	m := NewModel(s.limit(id))
+	if data != nil {
+		if m, err = readModel(data, s.limit(id)); err != nil {
+			return nil, fmt.Errorf("load spam model of account %d: %w", id, err)
+		}
+	}
+	m.track()
+	return &loaded{m: m, version: version}, nil
 }
 
 func (s *modelSet) base() *Model {
@@ -90,8 +91,8 @@ func (s *modelSet) base() *Model {
 	return m
 }
 
-// account returns an account's own model; an account without a file gets
-// an empty one (so it starts from the base model alone).
+// account returns an account's own model; an account without a stored
+// one gets an empty one (so it starts from the base model alone).
 func (s *modelSet) account(id int64) (*Model, error) {
 	if id == BaseAccount {
 		return nil, nil
@@ -99,11 +100,11 @@ func (s *modelSet) account(id int64) (*Model, error) {
 	return s.get(id)
 }
 
-// maybeReload re-reads model files that another process (pimail spam
-// train) replaced, at most once per ReloadInterval. Models with unsaved
-// changes of their own are kept.
+// maybeReload reads again the models that another process (pimail spam
+// train) or node saved, at most once per ReloadInterval. Models with
+// unsaved changes of their own are kept: their save merges.
 func (s *modelSet) maybeReload() {
-	if s.cfg.Dir == "" || s.cfg.ReloadInterval < 0 {
+	if s.cfg.Store == nil || s.cfg.ReloadInterval < 0 {
 		return
 	}
 	s.mu.Lock()
@@ -117,34 +118,39 @@ func (s *modelSet) maybeReload() {
 		ids = append(ids, id)
 	}
 	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
 	for _, id := range ids {
-		fi, err := os.Stat(s.path(id))
+		v, err := s.cfg.Store.SpamModelVersion(ctx, id)
 		if err != nil {
-			continue
+			s.cfg.Logger.Warn("spam model: cannot check for a newer one", "account", id, "err", err)
+			return
 		}
 		s.mu.Lock()
 		cur := s.all[id]
+		same := v == cur.version
 		s.mu.Unlock()
-		cur.m.mu.RLock()
-		dirty := cur.m.dirty
-		cur.m.mu.RUnlock()
-		if dirty || fi.ModTime().Equal(cur.modTime) {
+		if same || cur.m.isDirty() {
 			continue
 		}
 		l, err := s.load(id)
 		if err != nil {
-			s.cfg.Logger.Warn("spam model changed on disk but cannot be read; keeping the loaded one", "err", err)
+			s.cfg.Logger.Warn("spam model changed in the store but cannot be read; keeping the loaded one", "account", id, "err", err)
 			continue
 		}
 		s.mu.Lock()
 		s.all[id] = l
 		s.mu.Unlock()
-		s.cfg.Logger.Info("spam model reloaded", "file", s.path(id))
+		s.cfg.Logger.Info("spam model reloaded", "account", id, "version", l.version)
 	}
 }
 
-// save writes every model with unsaved changes.
-func (s *modelSet) save() error {
+// save writes every model with unsaved changes, each with the junk
+// ledger entries of its account in trained, in one transaction. A model
+// that another writer saved meanwhile is read again, this set's changes
+// are added to it, and it is saved again. saved lists the accounts whose
+// model (and ledger entries) are stored.
+func (s *modelSet) save(trained map[int64][]store.JunkTrained) (saved []int64, err error) {
 	s.mu.Lock()
 	type job struct {
 		id int64
@@ -157,24 +163,60 @@ func (s *modelSet) save() error {
 	s.mu.Unlock()
 	var errs []error
 	for _, j := range jobs {
-		j.l.m.mu.RLock()
-		dirty := j.l.m.dirty
-		j.l.m.mu.RUnlock()
-		p := s.path(j.id)
-		if !dirty || p == "" {
+		if !j.l.m.isDirty() && len(trained[j.id]) == 0 {
 			continue
 		}
-		if err := SaveModel(p, j.l.m); err != nil {
+		if s.cfg.Store == nil {
+			saved = append(saved, j.id)
+			continue
+		}
+		if err := s.saveOne(j.id, j.l, trained[j.id]); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if fi, err := os.Stat(p); err == nil {
-			s.mu.Lock()
-			j.l.modTime = fi.ModTime()
-			s.mu.Unlock()
-		}
+		saved = append(saved, j.id)
 	}
-	return errors.Join(errs...)
+	return saved, errors.Join(errs...)
+}
+
+func (s *modelSet) saveOne(id int64, l *loaded, trained []store.JunkTrained) error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	for range maxSaveAttempts {
+		data, d := l.m.snapshot()
+		s.mu.Lock()
+		ifVersion := l.version
+		s.mu.Unlock()
+		v, err := s.cfg.Store.SaveSpamModel(ctx, id, data, ifVersion, trained)
+		if err == nil {
+			s.mu.Lock()
+			l.version = v
+			s.mu.Unlock()
+			return nil
+		}
+		l.m.unsave(d)
+		if !errors.Is(err, store.ErrModified) {
+			return fmt.Errorf("save spam model of account %d: %w", id, err)
+		}
+		// Another writer came first: add this set's changes to its model.
+		stored, version, err := s.cfg.Store.SpamModel(ctx, id)
+		if err != nil {
+			return fmt.Errorf("save spam model of account %d: %w", id, err)
+		}
+		base := NewModel(s.limit(id))
+		if stored != nil {
+			if base, err = readModel(stored, s.limit(id)); err != nil {
+				return fmt.Errorf("save spam model of account %d: stored model: %w", id, err)
+			}
+		}
+		if err := l.m.rebase(base); err != nil {
+			return fmt.Errorf("save spam model of account %d: %w", id, err)
+		}
+		s.mu.Lock()
+		l.version = version
+		s.mu.Unlock()
+	}
+	return fmt.Errorf("save spam model of account %d: changed by others %d times meanwhile: %w", id, maxSaveAttempts, store.ErrModified)
 }
 
 // TrainSpam counts raw as spam in an account's model (BaseAccount: the
@@ -212,8 +254,16 @@ func (f *Filter) train(accountID int64, raw []byte, spam bool, delta int) error 
 	return nil
 }
 
-// Save writes the models changed since they were loaded or last saved.
-func (f *Filter) Save() error { return f.models.save() }
+// Save writes the models changed since they were loaded or last saved to
+// the store (Config.Store). A model that another process or node saved
+// meanwhile gets this filter's changes added to it. ErrModified (from
+// internal/store) when that cannot be done: the changes since the load
+// were too many to keep apart (more tokens than the model holds; train
+// in smaller batches) or others kept saving first.
+func (f *Filter) Save() error {
+	_, err := f.models.save(nil)
+	return err
+}
 
 // Model returns an account's model (BaseAccount: the base), for sizes and
 // counts.

@@ -126,7 +126,7 @@ const (
 // it is older than MaxAge. Reputation never waits for a scan: until the
 // summary is built it has no opinion. Safe for concurrent use.
 type Reputation struct {
-	st     store.Store
+	st     ReputationStore
 	cfg    ReputationConfig
 	seed   maphash.Seed
 	ctx    context.Context
@@ -157,9 +157,18 @@ type repSummary struct {
 	built   time.Time
 }
 
+// ReputationStore is what Reputation reads: accounts, their mailboxes,
+// the envelopes of their messages, and the change feed.
+type ReputationStore interface {
+	store.DirectoryReader
+	store.MailboxReader
+	store.HeaderReader
+	store.ChangeFeed
+}
+
 // NewReputation returns a reputation source reading st. Close stops its
 // background work.
-func NewReputation(st store.Store, cfg ReputationConfig) *Reputation {
+func NewReputation(st ReputationStore, cfg ReputationConfig) *Reputation {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Reputation{st: st, cfg: cfg, seed: maphash.MakeSeed(), ctx: ctx, cancel: cancel,
@@ -351,12 +360,6 @@ func (r *Reputation) relevant(a *repAccount, ev store.Event) refresh {
 	return refreshNone
 }
 
-// envelopeFetcher is the narrow read of envelopes that store/sqlite
-// offers beside Fetch (the IMAP server uses it for FETCH ENVELOPE).
-type envelopeFetcher interface {
-	FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error)
-}
-
 // tally counts what one address did in the account's mail.
 type tally struct {
 	kept, junk    uint32
@@ -481,13 +484,7 @@ func (r *Reputation) envelopes(ctx context.Context, mb store.Mailbox) ([]store.M
 		start = mb.UIDNext - n
 	}
 	uids := store.UIDSet{{Start: start, Stop: 0}}
-	var metas []store.MessageMeta
-	var err error
-	if ef, ok := r.st.(envelopeFetcher); ok {
-		metas, err = ef.FetchEnvelopes(ctx, mb.ID, uids)
-	} else {
-		metas, err = r.st.Fetch(ctx, mb.ID, uids, store.FetchOptions{Parsed: true})
-	}
+	metas, err := r.st.FetchEnvelopes(ctx, mb.ID, uids)
 	if err != nil {
 		return nil, fmt.Errorf("envelopes of mailbox %q: %w", mb.Name, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"pimail/internal/message"
@@ -100,18 +99,22 @@ func TestModelTableSmall(t *testing.T) {
 }
 
 // BenchmarkCheckSaved is BenchmarkCheck with the base model as the server
-// has it: written by training and read back from its file.
+// has it: written by training and read back from the store.
 func BenchmarkCheckSaved(b *testing.B) {
-	dir := b.TempDir()
+	st, _ := testStore(b, 0)
 	trained := benchFilter(b)
 	m, err := trained.Model(BaseAccount)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := SaveModel(filepath.Join(dir, "base.model"), m); err != nil {
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
 		b.Fatal(err)
 	}
-	f, err := New(Config{Dir: dir, Logger: quiet(), ReloadInterval: -1})
+	if _, err := st.SaveSpamModel(context.Background(), BaseAccount, buf.Bytes(), 0, nil); err != nil {
+		b.Fatal(err)
+	}
+	f, err := New(Config{Store: st, Logger: quiet(), ReloadInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,24 +1,8 @@
-// Package store defines pimail's message store: the directory (domains,
-// accounts, aliases), mailboxes, messages and their content-addressed blobs,
-// and the change feed that wakes sessions when a mailbox changes.
-//
-// The store knows nothing of protocols. Protocol packages (SMTP, IMAP, POP3,
-// webmail) call this interface and never write SQL. There are two
-// implementations behind it: store/sqlite (the embedded default) and, later,
-// store/postgres; storetest is the suite both must pass.
-//
-// Durability: every method that changes data returns only after the change is
-// on disk (fsync), except Expunge and StoreFlags, whose loss loses no mail:
-// an implementation may commit them without fsync, so that a power failure
-// can take them back (expunged messages reappear, flags revert) until the
-// next durable commit, at most about a second later (store/sqlite's doc.go).
-// Deliver and Append of concurrent callers share one commit (group commit).
 package store
 
 import (
 	"context"
 	"errors"
-	"io"
 	"time"
 
 	"pimail/internal/message"
@@ -30,7 +14,7 @@ var (
 	ErrExists        = errors.New("already exists")
 	ErrInvalid       = errors.New("invalid argument")
 	ErrMailboxInUse  = errors.New("mailbox is special-use or has children") // e.g. DELETE INBOX
-	ErrModified      = errors.New("modified since")                         // unused until CONDSTORE
+	ErrModified      = errors.New("modified since")                         // a compare-and-swap lost: read again
 	ErrQuotaExceeded = errors.New("quota exceeded")
 )
 
@@ -251,136 +235,39 @@ type Event struct {
 	MailboxID int64
 }
 
-// Store is the whole persistent state of a pimail installation.
+// Store is the whole persistent state of a pimail installation: every
+// role (package doc, "Roles"). Only wiring takes it whole; a consumer
+// takes the roles it calls.
 type Store interface {
-	Close() error
-
-	// Directory. Adding a domain, account or alias changes Directory().Version.
-	AddDomain(ctx context.Context, name string) (Domain, error)
-	RemoveDomain(ctx context.Context, name string) error // ErrInvalid while accounts use it
-	Domains(ctx context.Context) ([]Domain, error)
-	// AddAccount creates the account and its DefaultMailboxes. The domain
-	// must exist (ErrNotFound otherwise).
-	AddAccount(ctx context.Context, address, passwordHash string) (Account, error)
-	SetPassword(ctx context.Context, address, passwordHash string) error
-	// RemoveAccount deletes the account, its mailboxes and messages.
-	RemoveAccount(ctx context.Context, address string) error
-	Account(ctx context.Context, address string) (Account, error)
-	AccountByID(ctx context.Context, id int64) (Account, error)
-	Accounts(ctx context.Context) ([]Account, error)
-	// AddAlias adds targets to an alias (creating it); the alias domain must exist.
-	AddAlias(ctx context.Context, address string, targets []string) error
-	RemoveAlias(ctx context.Context, address string) error
-	Aliases(ctx context.Context) ([]Alias, error)
-	// DirectoryVersion is cheap; callers poll it and reload Directory when it moves.
-	DirectoryVersion(ctx context.Context) (int64, error)
-	Directory(ctx context.Context) (Directory, error)
-
-	// Mailboxes.
-	Mailboxes(ctx context.Context, accountID int64) ([]Mailbox, error)
-	// Mailbox finds by name; "INBOX" matches case-insensitively.
-	Mailbox(ctx context.Context, accountID int64, name string) (Mailbox, error)
-	MailboxStatus(ctx context.Context, accountID int64, name string) (MailboxStatus, error)
-	CreateMailbox(ctx context.Context, accountID int64, name, specialUse string) (Mailbox, error)
-	// DeleteMailbox removes the mailbox and its messages. INBOX cannot be deleted.
-	DeleteMailbox(ctx context.Context, accountID int64, name string) error
-	// RenameMailbox renames the mailbox and its children ("a" → "b" moves
-	// "a/x" to "b/x"). Renaming INBOX moves its messages into a new mailbox
-	// and leaves INBOX empty (RFC 9051 §6.3.6).
-	RenameMailbox(ctx context.Context, accountID int64, from, to string) error
-
-	// Subscriptions are kept apart from the mailboxes (subscriptions.go).
-	Subscriptions
-
-	// Recent keeps IMAP4rev1's \Recent (recent.go).
-	Recent
-
-	// Messages.
-	// UIDs lists the mailbox's messages in ascending UID order with their
-	// flags and modseq, without parsed content: what SELECT needs.
-	UIDs(ctx context.Context, mailboxID int64) ([]MessageMeta, error)
-	Fetch(ctx context.Context, mailboxID int64, uids UIDSet, opts FetchOptions) ([]MessageMeta, error)
-	// OpenBlob returns the raw message bytes.
-	OpenBlob(ctx context.Context, blobID int64) (io.ReadSeekCloser, int64, error)
-	ReadBlob(ctx context.Context, blobID int64) ([]byte, error)
-	StoreFlags(ctx context.Context, mailboxID int64, uids UIDSet, op FlagOp, flags Flags, keywords []string) ([]FlagUpdate, error)
-	Copy(ctx context.Context, srcMailboxID int64, uids UIDSet, dstMailboxID int64) (CopyResult, error)
-	// Move is Copy plus expunge of the sources, in one transaction.
-	Move(ctx context.Context, srcMailboxID int64, uids UIDSet, dstMailboxID int64) (CopyResult, error)
-	// Expunge removes the messages in uids that have FlagDeleted (all
-	// messages with FlagDeleted when uids is empty) and returns their UIDs.
-	Expunge(ctx context.Context, mailboxID int64, uids UIDSet) ([]uint32, error)
-	// Changes lists what changed after sinceModSeq: new and changed messages
-	// and expunged UIDs.
-	Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64) (Changes, error)
-
-	// Append stores one message into one mailbox (IMAP APPEND, Sent copies).
-	Append(ctx context.Context, mailboxID int64, raw []byte, flags Flags, keywords []string, internalDate time.Time) (Delivered, error)
-	// AppendBatch stores several messages into one mailbox in one
-	// transaction (IMAP MULTIAPPEND, RFC 3502): all of them or, on any
-	// error, none. The results are in the order of msgs.
-	AppendBatch(ctx context.Context, mailboxID int64, msgs []AppendMessage) ([]Delivered, error)
-	// Deliver stores one message for many recipients: one blob, one row per
-	// recipient, one group commit shared with concurrent deliveries.
-	Deliver(ctx context.Context, d Delivery) ([]Delivered, error)
-
-	// Subscribe returns a channel of change events for an account, and a
-	// function to stop. Events are coalesced; a slow listener misses none
-	// of the fact that something changed, only duplicates.
-	Subscribe(accountID int64) (<-chan Event, func())
-
-	// Search answers IMAP SEARCH from the index (see Searcher below).
-	Searcher
-
-	// Lister answers webmail list pages from the index (see Lister below).
-	Lister
-
-	// DeliveryLog records what happened to each message (see below).
-	DeliveryLog
-
-	// AccountAdmin holds the web admin's account flags (see below).
+	DirectoryReader
+	DirectoryWriter
+	Credentials
 	AccountAdmin
-
-	// Quotas are the per-account storage limits (see below).
+	SigningKeys
 	Quotas
+	MailboxReader
+	MailboxWriter
+	Recent
+	MessageReader
+	HeaderReader
+	BlobReader
+	ChangeFeed
+	Mutator
+	Appender
+	Deliverer
+	Searcher
+	Lister
+	OutboundQueue
+	DeliveryLog
+	Statistics
+	Preferences
+	Sessions
+	SpamModels
+	Secrets
+	MTASTSPolicies
+	Sieve
 
-	// Stats for tests, benchmarks and `pimail status`.
-	Stats(ctx context.Context) (Stats, error)
-
-	// SCRAM credentials (RFC 5802, RFC 7677) beside the password hash.
-	// SetSCRAM binds the keys to the account's current password hash:
-	// after SetPassword changes the hash, SCRAM answers ErrNotFound until
-	// SetSCRAM is called again, so stale keys never accept an old password.
-	SetSCRAM(ctx context.Context, address string, c SCRAMCredentials) error
-	SCRAM(ctx context.Context, address string) (SCRAMCredentials, error)
-
-	// DKIM signing keys (RFC 6376), per domain and selector.
-	// AddDKIMKey fails with ErrExists when the selector is taken.
-	AddDKIMKey(ctx context.Context, k DKIMKey) error
-	DKIMKeys(ctx context.Context, domain string) ([]DKIMKey, error)
-
-	// The outbound queue. A queued message holds a reference to its blob
-	// (the same content-addressed blob a local copy uses), released when
-	// the entry goes away.
-	//
-	// Enqueue stores raw once and an entry for its recipients (all
-	// QueuePending); ID, BlobID, Size and Created are filled in.
-	Enqueue(ctx context.Context, e QueueEntry, raw []byte) (QueueEntry, error)
-	QueueEntries(ctx context.Context) ([]QueueEntry, error) // all, by ID
-	QueueEntry(ctx context.Context, id int64) (QueueEntry, error)
-	// ClaimQueue returns up to limit entries due at now (NextAttempt <=
-	// now) and, in the same transaction, moves their NextAttempt to
-	// now+lease, so that no other worker (or node) takes them meanwhile
-	// and a crash mid-delivery makes them due again after the lease.
-	ClaimQueue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]QueueEntry, error)
-	// UpdateQueueEntry writes NextAttempt, Attempts, DelayNotified and
-	// the recipients' State, Attempts, LastError and LastAttempt (matched
-	// by position). An entry without pending recipients is removed.
-	UpdateQueueEntry(ctx context.Context, e QueueEntry) error
-	// RetryQueueEntry makes the entry due at the given time.
-	RetryQueueEntry(ctx context.Context, id int64, at time.Time) error
-	// DropQueueEntry removes the entry without sending anything.
-	DropQueueEntry(ctx context.Context, id int64) error
+	Close() error
 }
 
 // SCRAMCredentials are what a SCRAM server keeps per user (RFC 5802 §3):
@@ -463,7 +350,7 @@ type Stats struct {
 
 // ---- Search (protocol-neutral IMAP SEARCH semantics, RFC 9051 §6.4.4) ----
 //
-// Searcher is part of every Store: it answers a search program from the
+// Searcher answers a search program from the
 // index (header columns, flags, dates, sizes) and the full-text index,
 // never by reading every message.
 type Searcher interface {
@@ -671,13 +558,9 @@ type AccountAdmin interface {
 // about its quota.
 const QuotaNoticeInterval = 24 * time.Hour
 
-// Quotas stores the limits and answers the usage.
+// Quotas answers the usage (the limits are set with
+// DirectoryWriter.SetQuota).
 type Quotas interface {
-	// SetQuota sets the account's limit in bytes; 0 means unlimited.
-	// ErrNotFound for an unknown address, ErrInvalid for a negative size.
-	// The limit is part of the directory (Account.QuotaBytes): setting it
-	// bumps the directory version.
-	SetQuota(ctx context.Context, address string, bytes int64) error
 	// Quota returns the account's limit (0: unlimited) and its usage in
 	// bytes; ErrNotFound for an unknown account. It is one indexed read.
 	Quota(ctx context.Context, accountID int64) (limit, used int64, err error)

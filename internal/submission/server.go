@@ -115,9 +115,17 @@ type LocalDeliverer interface {
 	Deliver(ctx context.Context, env delivery.Envelope, raw []byte) ([]store.Delivered, error)
 }
 
+// Store is what submission needs of the store: aliases (which From
+// addresses an account may use) and the Sent mailbox for copies.
+type Store interface {
+	store.DirectoryReader
+	store.MailboxReader
+	store.Appender
+}
+
 // Deps are the server's collaborators; all are required.
 type Deps struct {
-	Store  store.Store
+	Store  Store
 	Dir    *directory.View
 	Local  LocalDeliverer
 	Queue  Queue

@@ -1,6 +1,7 @@
 package webmail
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -31,7 +32,10 @@ func benchRequest(b *testing.B, f *fixture, path string) {
 
 func benchServe(b *testing.B, f *fixture, path string) {
 	b.Helper()
-	sess := f.srv.sessions.Create(f.ids["alice@example.com"], "alice@example.com", time.Now())
+	sess, err := f.srv.sessions.Create(context.Background(), f.ids["alice@example.com"], "alice@example.com", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
 	req := httptest.NewRequest("GET", path, nil)
 	req.AddCookie(&http.Cookie{Name: "pimail", Value: sess.ID})
 	b.ReportAllocs()
@@ -174,7 +178,11 @@ func BenchmarkLoadMix(b *testing.B) {
 	var seq atomic.Int64
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		sess := f.srv.sessions.Create(f.ids["alice@example.com"], "alice@example.com", time.Now())
+		sess, err := f.srv.sessions.Create(context.Background(), f.ids["alice@example.com"], "alice@example.com", time.Now())
+		if err != nil {
+			b.Error(err)
+			return
+		}
 		ck := &http.Cookie{Name: "pimail", Value: sess.ID}
 		rng := rand.New(rand.NewPCG(uint64(seq.Add(1)), 1))
 		for k := 0; pb.Next(); k++ {

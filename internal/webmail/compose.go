@@ -112,7 +112,7 @@ func (s *Server) composePage(w http.ResponseWriter, r *http.Request, sess *sessi
 	if to := q.Get("to"); to != "" {
 		d.To = cleanHeaderText(to)
 	}
-	pr, err := s.prefs.get(sess.AccountID)
+	pr, err := s.prefs.get(r.Context(), sess.AccountID)
 	if err != nil {
 		s.log.Error("read prefs", "err", err)
 	}

@@ -49,7 +49,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, sess *session) {
 				return
 			}
 		case <-tick.C:
-			if !s.sessions.Alive(sess.ID, s.now()) {
+			// A store that cannot answer keeps the stream; the next
+			// heartbeat asks again.
+			if alive, err := s.sessions.Alive(r.Context(), sess, s.now()); err == nil && !alive {
 				fmt.Fprint(w, "event: logout\ndata: 0\n\n")
 				_ = rc.Flush()
 				return

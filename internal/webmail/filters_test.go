@@ -20,7 +20,7 @@ func filtersFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	f.ts.Close()
 	f.pipe.WithSieve(delivery.SieveConfig{Store: f.st})
-	f.srv = New(Config{Hostname: "mail.example.com", DataDir: f.dir, Sieve: f.st, MaxScriptSize: 4096}, f.st, auth.New(f.st, quiet()), f.pipe, quiet())
+	f.srv = New(Config{Hostname: "mail.example.com", Sieve: f.st, MaxScriptSize: 4096}, f.st, auth.New(f.st, quiet()), f.pipe, quiet())
 	f.ts = httptest.NewServer(f.srv)
 	t.Cleanup(f.ts.Close)
 	return f

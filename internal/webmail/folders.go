@@ -70,7 +70,7 @@ func (s *Server) foldersSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 		// A folder made here is subscribed, so that IMAP clients that
 		// list subscribed folders show it (IMAP's CREATE subscribes
-		// nothing, RFC 3501 §6.3.6; store.Subscriptions).
+		// nothing, RFC 3501 §6.3.6; store/subscriptions.go).
 		if _, err = s.st.CreateMailbox(ctx, sess.AccountID, name, store.SpecialNone); err == nil {
 			err = s.st.SetSubscribed(ctx, sess.AccountID, name, true)
 		}

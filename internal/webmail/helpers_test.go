@@ -32,7 +32,6 @@ type fixture struct {
 	srv  *Server
 	ts   *httptest.Server
 	ids  map[string]int64
-	dir  string
 }
 
 var hashOnce string
@@ -40,8 +39,7 @@ var hashOnce string
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	dataDir := t.TempDir()
-	st, err := sqlite.Open(dataDir, sqlite.Options{Logger: quiet(), CollectInterval: -1})
+	st, err := sqlite.Open(t.TempDir(), sqlite.Options{Logger: quiet(), CollectInterval: -1})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -54,7 +52,7 @@ func newFixture(t testing.TB) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{st: st, ids: map[string]int64{}, dir: dataDir}
+	f := &fixture{st: st, ids: map[string]int64{}}
 	for _, a := range []string{"alice@example.com", "bob@example.com"} {
 		acc, err := st.AddAccount(ctx, a, hashOnce)
 		if err != nil {
@@ -69,7 +67,7 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f.pipe = delivery.New(st, dv, quiet())
-	f.srv = New(Config{Hostname: "mail.example.com", DataDir: dataDir}, st, auth.New(st, quiet()), f.pipe, quiet())
+	f.srv = New(Config{Hostname: "mail.example.com"}, st, auth.New(st, quiet()), f.pipe, quiet())
 	f.ts = httptest.NewServer(f.srv)
 	t.Cleanup(f.ts.Close)
 	return f

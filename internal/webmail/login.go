@@ -38,13 +38,13 @@ func (s *Server) setCookie(w http.ResponseWriter, name, value string, maxAge int
 	})
 }
 
-// currentSession returns the request's live session, if any.
-func (s *Server) currentSession(r *http.Request) (*session, bool) {
+// currentSession returns the request's live session, nil if none.
+func (s *Server) currentSession(r *http.Request) (*session, error) {
 	c, err := r.Cookie(s.sessionCookie())
 	if err != nil {
-		return nil, false
+		return nil, nil
 	}
-	return s.sessions.Get(c.Value, s.now())
+	return s.sessions.Get(r.Context(), c.Value, s.now())
 }
 
 // authed wraps h: it requires a live session and, for every method but GET
@@ -52,8 +52,12 @@ func (s *Server) currentSession(r *http.Request) (*session, bool) {
 // same-origin request. Request bodies are bounded by MaxUploadSize.
 func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := s.currentSession(r)
-		if !ok {
+		sess, err := s.currentSession(r)
+		if err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The server could not check your login.", err)
+			return
+		}
+		if sess == nil {
 			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" && r.Header.Get("X-Requested-With") == "" {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
@@ -68,7 +72,6 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadSize+1<<20)
-			var err error
 			if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
 				err = r.ParseMultipartForm(8 << 20)
 				if r.MultipartForm != nil {
@@ -101,7 +104,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.currentSession(r); ok {
+	if sess, err := s.currentSession(r); err == nil && sess != nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
@@ -150,9 +153,16 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	// No fixation: whatever session cookie came in is discarded, and a new
 	// random id is issued.
 	if old, err := r.Cookie(s.sessionCookie()); err == nil {
-		s.sessions.Delete(old.Value)
+		if err := s.sessions.Delete(r.Context(), old.Value); err != nil {
+			s.log.Error("login: end the old session", "err", err)
+		}
 	}
-	sess := s.sessions.Create(acct.ID, acct.Address, s.now())
+	sess, err := s.sessions.Create(r.Context(), acct.ID, acct.Address, s.now())
+	if err != nil {
+		s.log.Error("login", "err", err)
+		s.renderLogin(w, r, http.StatusInternalServerError, "Login is not possible right now.")
+		return
+	}
 	s.setCookie(w, s.sessionCookie(), sess.ID, 0)
 	s.setCookie(w, s.loginCookie(), "", -1)
 	s.log.Info("webmail login", "user", acct.Address, "remote", websession.ClientIP(r))
@@ -160,7 +170,10 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
-	s.sessions.Delete(sess.ID)
+	if err := s.sessions.Delete(r.Context(), sess.ID); err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "Logging out failed; please try again.", err)
+		return
+	}
 	s.setCookie(w, s.sessionCookie(), "", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

@@ -1,6 +1,7 @@
 package webmail
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -32,12 +33,12 @@ func TestLoginRotatesSessionAndLogout(t *testing.T) {
 	if second == first {
 		t.Fatal("session id not rotated at login")
 	}
-	if _, ok := f.srv.sessions.Get(first, time.Now()); ok {
+	if s, err := f.srv.sessions.Get(context.Background(), first, time.Now()); err != nil || s != nil {
 		t.Fatal("old session still valid after re-login")
 	}
 	resp, _ = c.post("/logout", nil)
 	expectStatus(t, resp, http.StatusSeeOther, "")
-	if _, ok := f.srv.sessions.Get(second, time.Now()); ok {
+	if s, err := f.srv.sessions.Get(context.Background(), second, time.Now()); err != nil || s != nil {
 		t.Fatal("session valid after logout")
 	}
 	resp, _ = c.get("/")

@@ -8,8 +8,6 @@ import (
 	"html"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -177,7 +175,7 @@ func TestSettings(t *testing.T) {
 	c.login("alice@example.com")
 	resp, body := c.post("/settings", url.Values{"display_name": {"Alice\r\nBcc: evil@example.net"}, "signature": {"Alice A."}})
 	expectStatus(t, resp, http.StatusSeeOther, body)
-	b, err := os.ReadFile(filepath.Join(f.dir, "webmail", itoa(f.ids["alice@example.com"])+".json"))
+	b, _, err := f.st.Preferences(context.Background(), f.ids["alice@example.com"], PrefsApp)
 	if err != nil || !strings.Contains(string(b), "Alice A.") {
 		t.Fatalf("prefs not persisted: %v %s", err, b)
 	}
@@ -347,7 +345,7 @@ func TestSearchPaged(t *testing.T) {
 // the same learner IMAP uses; deleting from Junk teaches nothing.
 func TestJunkTrainsFilter(t *testing.T) {
 	f := newFixture(t)
-	filter, err := spam.New(spam.Config{Dir: t.TempDir(), Logger: quiet()})
+	filter, err := spam.New(spam.Config{Store: f.st, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

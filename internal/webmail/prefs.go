@@ -1,16 +1,14 @@
 package webmail
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
+
+	"pimail/internal/store"
 )
 
 // Limits on what a user can store in preferences.
@@ -20,8 +18,8 @@ const (
 	maxRemoteSenders = 1000
 )
 
-// prefs are one account's webmail preferences. The store has no place for
-// them yet, so they live in a small JSON file per account.
+// prefs are one account's webmail preferences, kept in the store as a
+// JSON document (store.Preferences, app prefsApp).
 type prefs struct {
 	DisplayName string `json:"display_name,omitempty"`
 	Signature   string `json:"signature,omitempty"`
@@ -30,103 +28,68 @@ type prefs struct {
 	RemoteSenders []string `json:"remote_senders,omitempty"`
 }
 
+// PrefsApp names the webmail's preferences in the store
+// (store.Preferences); internal/upgrade moves older files there.
+const PrefsApp = "webmail"
+
 func (p prefs) allowsRemote(sender string) bool {
 	_, ok := slices.BinarySearch(p.RemoteSenders, strings.ToLower(sender))
 	return ok && sender != ""
 }
 
-// prefsStore caches preferences in memory and writes them through to
-// dir/webmail/<account id>.json (atomically: temp file, fsync, rename).
+// prefsStore reads and writes preferences through the store: every read
+// is the store's (one primary-key read), so that a change made through
+// another node shows at once.
 type prefsStore struct {
-	dir   string // "" keeps preferences in memory only
-	mu    sync.Mutex
-	cache map[int64]prefs
+	st store.Preferences
 }
 
-func newPrefsStore(dataDir string) *prefsStore {
-	ps := &prefsStore{cache: map[int64]prefs{}}
-	if dataDir != "" {
-		ps.dir = filepath.Join(dataDir, "webmail")
-	}
-	return ps
-}
-
-func (ps *prefsStore) path(accountID int64) string {
-	return filepath.Join(ps.dir, strconv.FormatInt(accountID, 10)+".json")
-}
+// maxPrefsRetries bounds the attempts of update when other writes of the
+// same account's preferences keep coming first.
+const maxPrefsRetries = 5
 
 // get returns the account's preferences (zero value when none are saved).
-func (ps *prefsStore) get(accountID int64) (prefs, error) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if p, ok := ps.cache[accountID]; ok {
-		return p, nil
-	}
-	var p prefs
-	if ps.dir != "" {
-		b, err := os.ReadFile(ps.path(accountID))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return prefs{}, fmt.Errorf("webmail prefs: %w", err)
-		default:
-			if err := json.Unmarshal(b, &p); err != nil {
-				return prefs{}, fmt.Errorf("webmail prefs %s: %w", ps.path(accountID), err)
-			}
-		}
-	}
-	ps.cache[accountID] = p
-	return p, nil
+func (ps prefsStore) get(ctx context.Context, accountID int64) (prefs, error) {
+	p, _, err := ps.read(ctx, accountID)
+	return p, err
 }
 
-// update applies fn to the account's preferences and saves them.
-func (ps *prefsStore) update(accountID int64, fn func(*prefs)) error {
-	p, err := ps.get(accountID)
+func (ps prefsStore) read(ctx context.Context, accountID int64) (prefs, int64, error) {
+	var p prefs
+	doc, version, err := ps.st.Preferences(ctx, accountID, PrefsApp)
 	if err != nil {
-		return err
+		return p, 0, fmt.Errorf("webmail prefs: %w", err)
 	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p.RemoteSenders = slices.Clone(p.RemoteSenders)
-	fn(&p)
-	if ps.dir != "" {
-		if err := ps.writeLocked(accountID, p); err != nil {
+	if len(doc) > 0 {
+		if err := json.Unmarshal(doc, &p); err != nil {
+			return p, 0, fmt.Errorf("webmail prefs of account %d: %w", accountID, err)
+		}
+	}
+	return p, version, nil
+}
+
+// update applies fn to the account's preferences and saves them. When
+// another write came first, it reads them again and applies fn again.
+func (ps prefsStore) update(ctx context.Context, accountID int64, fn func(*prefs)) error {
+	for range maxPrefsRetries {
+		p, version, err := ps.read(ctx, accountID)
+		if err != nil {
 			return err
 		}
+		fn(&p)
+		doc, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("webmail prefs: %w", err)
+		}
+		_, err = ps.st.SetPreferences(ctx, accountID, PrefsApp, doc, version)
+		if !errors.Is(err, store.ErrModified) {
+			if err != nil {
+				return fmt.Errorf("webmail prefs: %w", err)
+			}
+			return nil
+		}
 	}
-	ps.cache[accountID] = p
-	return nil
-}
-
-func (ps *prefsStore) writeLocked(accountID int64, p prefs) error {
-	if err := os.MkdirAll(ps.dir, 0o700); err != nil {
-		return fmt.Errorf("webmail prefs: %w", err)
-	}
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return fmt.Errorf("webmail prefs: %w", err)
-	}
-	f, err := os.CreateTemp(ps.dir, ".prefs-*")
-	if err != nil {
-		return fmt.Errorf("webmail prefs: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("webmail prefs: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("webmail prefs: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("webmail prefs: close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, ps.path(accountID)); err != nil {
-		return fmt.Errorf("webmail prefs: %w", err)
-	}
-	return nil
+	return fmt.Errorf("webmail prefs of account %d: changed by others %d times meanwhile: %w", accountID, maxPrefsRetries, store.ErrModified)
 }
 
 // addRemoteSender adds addr to the sorted allow list.

@@ -255,7 +255,7 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	d.HasHTML = bv.htmlIdx >= 0
 	d.ShowHTML = bv.showHTML(r.URL.Query().Get("view") != "text")
 	if d.ShowHTML {
-		pr, err := s.prefs.get(sess.AccountID)
+		pr, err := s.prefs.get(r.Context(), sess.AccountID)
 		if err != nil {
 			s.log.Error("read prefs", "err", err)
 		}
@@ -374,7 +374,7 @@ func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session
 	_, from := displayAddr(p.Envelope.From)
 	remote := r.URL.Query().Get("remote") == "1"
 	if !remote {
-		pr, err := s.prefs.get(sess.AccountID)
+		pr, err := s.prefs.get(r.Context(), sess.AccountID)
 		if err != nil {
 			s.log.Error("read prefs", "err", err)
 		}
@@ -445,7 +445,7 @@ func (s *Server) allowRemote(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	_, from := displayAddr(l.meta.Parsed.Envelope.From)
 	if from != "" {
-		if err := s.prefs.update(sess.AccountID, func(p *prefs) { p.addRemoteSender(from) }); err != nil {
+		if err := s.prefs.update(r.Context(), sess.AccountID, func(p *prefs) { p.addRemoteSender(from) }); err != nil {
 			s.httpError(w, r, http.StatusInternalServerError, "The setting could not be saved.", err)
 			return
 		}

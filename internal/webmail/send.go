@@ -110,7 +110,7 @@ func (s *Server) removeDraft(ctx context.Context, drafts store.Mailbox, uid uint
 // source mailbox for replies and forwards (zero when none).
 func (s *Server) buildOutgoing(ctx context.Context, r *http.Request, sess *session) (*outgoing, store.Mailbox, error) {
 	f := r.PostFormValue
-	pr, err := s.prefs.get(sess.AccountID)
+	pr, err := s.prefs.get(ctx, sess.AccountID)
 	if err != nil {
 		return nil, store.Mailbox{}, err
 	}

@@ -41,10 +41,6 @@ type Config struct {
 	// MaxUploadSize bounds a compose request (all attachments together);
 	// 0 means 25 MiB.
 	MaxUploadSize int64
-	// DataDir is where per-account preferences (display name, signature,
-	// senders whose remote content is always loaded) are kept, in
-	// DataDir/webmail/<account id>.json. Empty keeps them in memory only.
-	DataDir string
 	// PageSize is the number of messages per list page; 0 means 50.
 	PageSize int
 	// Outbound takes messages for recipients in other domains (the
@@ -93,16 +89,35 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// Store is what the webmail needs of the store: an account's mail (its
+// lists from the index, search, the change feed for live updates), the
+// directory (address suggestions), passwords, preferences and sessions.
+type Store interface {
+	store.DirectoryReader
+	store.Credentials
+	store.MailboxReader
+	store.MailboxWriter
+	store.MessageReader
+	store.BlobReader
+	store.ChangeFeed
+	store.Mutator
+	store.Appender
+	store.Searcher
+	store.Lister
+	store.Preferences
+	store.Sessions
+}
+
 // Server is the webmail HTTP handler.
 type Server struct {
 	cfg         Config
-	st          store.Store
+	st          Store
 	authn       Authenticator
 	pipe        *delivery.Pipeline
 	log         *slog.Logger
 	mux         *http.ServeMux
 	sessions    *websession.Store
-	prefs       *prefsStore
+	prefs       prefsStore
 	tmpl        *templates
 	sanitize    *sanitizer
 	corr        corrCache
@@ -115,7 +130,7 @@ type Server struct {
 
 // New returns the webmail handler. pipe may be nil, in which case sending
 // fails with a clear error; authn must not be nil.
-func New(cfg Config, st store.Store, authn Authenticator, pipe *delivery.Pipeline, logger *slog.Logger) *Server {
+func New(cfg Config, st Store, authn Authenticator, pipe *delivery.Pipeline, logger *slog.Logger) *Server {
 	cfg.setDefaults()
 	if logger == nil {
 		logger = slog.Default()
@@ -126,8 +141,8 @@ func New(cfg Config, st store.Store, authn Authenticator, pipe *delivery.Pipelin
 		authn:    authn,
 		pipe:     pipe,
 		log:      logger.With("component", "webmail"),
-		sessions: websession.New(cfg.SessionTTL, maxSessions),
-		prefs:    newPrefsStore(cfg.DataDir),
+		sessions: websession.New(st, sessionApp, cfg.SessionTTL, maxSessions),
+		prefs:    prefsStore{st},
 		tmpl:     mustTemplates(),
 		sanitize: newSanitizer(),
 		metas:    newLRU[msgKey, metaEntry](metaCacheEntries),

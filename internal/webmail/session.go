@@ -2,9 +2,12 @@ package webmail
 
 import "pimail/internal/websession"
 
-// maxSessions bounds the in-memory session table; beyond it the oldest
-// sessions are dropped first.
-const maxSessions = 10000
+// maxSessions bounds an account's webmail sessions; a login beyond it
+// ends the least recently used.
+const maxSessions = 100
+
+// sessionApp names the webmail's sessions in the store.
+const sessionApp = "webmail"
 
 // session is one logged-in browser (internal/websession, shared with the
 // web admin).

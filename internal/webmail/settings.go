@@ -32,7 +32,7 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request, sess *sess
 }
 
 func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, sess *session, v view, code int) {
-	p, err := s.prefs.get(sess.AccountID)
+	p, err := s.prefs.get(r.Context(), sess.AccountID)
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "Settings could not be read.", err)
 		return
@@ -59,7 +59,7 @@ func (s *Server) settingsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 	for _, a := range r.PostForm["forget"] {
 		remove[strings.ToLower(a)] = true
 	}
-	err := s.prefs.update(sess.AccountID, func(p *prefs) {
+	err := s.prefs.update(r.Context(), sess.AccountID, func(p *prefs) {
 		p.DisplayName, p.Signature = name, sig
 		kept := p.RemoteSenders[:0]
 		for _, a := range p.RemoteSenders {
@@ -114,7 +114,9 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		s.httpError(w, r, http.StatusInternalServerError, "The password could not be changed.", err)
 		return
 	}
-	s.sessions.DeleteAccount(sess.AccountID, sess.ID)
+	if err := s.sessions.DeleteAccount(r.Context(), sess.AccountID, sess); err != nil {
+		s.log.Error("password changed, but other sessions not ended", "user", sess.Address, "err", err)
+	}
 	s.log.Info("webmail password changed", "user", sess.Address, "remote", websession.ClientIP(r))
 	http.Redirect(w, r, "/settings?notice=password", http.StatusSeeOther)
 }

@@ -1,6 +1,7 @@
 package webmail
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
@@ -217,9 +218,9 @@ func TestRemoteContentControls(t *testing.T) {
 	if strings.Contains(page, `id="remote-bar"`) || !strings.Contains(page, "/body?remote=1") {
 		t.Fatal("always-allow for sender not applied")
 	}
-	// The allow list survives a restart (a new server over the same data dir).
-	s2 := New(Config{DataDir: f.dir}, f.st, f.srv.authn, nil, quiet())
-	p, err := s2.prefs.get(f.ids["alice@example.com"])
+	// The allow list survives a restart (a new server over the same store).
+	s2 := New(Config{}, f.st, f.srv.authn, nil, quiet())
+	p, err := s2.prefs.get(context.Background(), f.ids["alice@example.com"])
 	if err != nil || !p.allowsRemote("news@example.net") {
 		t.Fatalf("allow list not persisted: %v %+v", err, p)
 	}

@@ -1,27 +1,40 @@
 // Package websession holds what the webmail and the web admin share about
-// browser sessions: an in-memory session table with idle expiry and a
-// bound on its size, random tokens for session ids and CSRF tokens,
-// constant-time token comparison, and the check that a state-changing
-// request came from this site.
+// browser sessions: the session table, kept in the store (store.Sessions)
+// so that a login survives a restart and holds on every node, with idle
+// expiry and a bound per account; random tokens for session ids and CSRF
+// tokens; constant-time token comparison; and the check that a
+// state-changing request came from this site.
 //
-// Sessions live in memory only: a restart logs everybody out, which is
-// acceptable for a single-process server and keeps no secrets on disk.
+// The store never sees a session's cookie: it keeps a SHA-256 digest of
+// it, so that a copy of the database (a backup) holds no session anyone
+// could take over. A use of a session moves its expiry forward with a
+// write at most once per touchEvery; the expiry is therefore up to that
+// much earlier than an idle time of exactly the TTL. A session read from
+// the store is used again for recheck without reading it (a page and its
+// frames come together); so a session ended through another node still
+// opens pages here for at most that long, while one ended here ends at
+// once.
 package websession
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"pimail/internal/store"
 )
 
-// Session is one logged-in browser. Its exported fields never change after
-// Create.
+// Session is one logged-in browser.
 type Session struct {
 	ID        string // the cookie value
 	AccountID int64
@@ -29,22 +42,45 @@ type Session struct {
 	CSRF      string // the token every state-changing request carries
 	Created   time.Time
 
-	lastSeen time.Time // guarded by Store.mu
-	streams  int       // open long-lived streams, guarded by Store.mu
+	key string // the store's ID: the digest of ID
 }
 
-// Store is a table of sessions.
+// Store is the session table of one program (store.Session's App). Safe
+// for concurrent use.
 type Store struct {
-	mu   sync.Mutex
-	ttl  time.Duration
-	max  int
-	byID map[string]*Session
+	st  store.Sessions
+	app string
+	ttl time.Duration
+	max int
+
+	mu      sync.Mutex
+	streams map[string]int     // open long-lived streams per session key, on this node
+	recent  map[string]checked // sessions read from the store lately, by key
 }
 
-// New returns a table whose sessions expire after ttl without use; beyond
-// max sessions the expired, then the least recently used, are dropped.
-func New(ttl time.Duration, max int) *Store {
-	return &Store{ttl: ttl, max: max, byID: map[string]*Session{}}
+// checked is a session as the store had it, and when that was read.
+type checked struct {
+	s        Session
+	lastSeen time.Time
+	expires  time.Time
+	read     time.Time
+}
+
+const (
+	// touchEvery is how often at most a use of a session is written.
+	touchEvery = time.Minute
+	// recheck is how long a session read from the store is used again
+	// without reading it.
+	recheck = time.Second
+	// maxRecent bounds the sessions kept for recheck.
+	maxRecent = 10000
+)
+
+// New returns the session table of app: sessions expire after ttl without
+// use, and an account keeps at most maxPerAccount of them (a new login
+// ends the least recently used beyond).
+func New(st store.Sessions, app string, ttl time.Duration, maxPerAccount int) *Store {
+	return &Store{st: st, app: app, ttl: ttl, max: maxPerAccount, streams: map[string]int{}, recent: map[string]checked{}}
 }
 
 // Token returns 32 bytes from crypto/rand, base64url encoded.
@@ -61,95 +97,136 @@ func TokenEqual(a, b string) bool {
 	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// Create starts a new session with a fresh random id and CSRF token.
-func (ss *Store) Create(accountID int64, address string, now time.Time) *Session {
-	s := &Session{ID: Token(), AccountID: accountID, Address: address, CSRF: Token(), Created: now, lastSeen: now}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if len(ss.byID) >= ss.max {
-		for id, old := range ss.byID {
-			if now.Sub(old.lastSeen) > ss.ttl {
-				delete(ss.byID, id)
-			}
-		}
-	}
-	for len(ss.byID) >= ss.max {
-		var oldest *Session
-		for _, x := range ss.byID {
-			if oldest == nil || x.lastSeen.Before(oldest.lastSeen) {
-				oldest = x
-			}
-		}
-		delete(ss.byID, oldest.ID)
-	}
-	ss.byID[s.ID] = s
-	return s
+// key is the store's ID of the session whose cookie is id.
+func key(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-// Get returns the live session with id and refreshes its idle timer.
-func (ss *Store) Get(id string, now time.Time) (*Session, bool) {
+// Create starts a new session with a fresh random id and CSRF token.
+func (ss *Store) Create(ctx context.Context, accountID int64, address string, now time.Time) (*Session, error) {
+	s := &Session{ID: Token(), AccountID: accountID, Address: address, CSRF: Token(), Created: now}
+	s.key = key(s.ID)
+	err := ss.st.CreateSession(ctx, store.Session{App: ss.app, ID: s.key, AccountID: accountID, CSRF: s.CSRF,
+		Created: now, LastSeen: now, Expires: now.Add(ss.ttl)}, ss.max)
+	if err != nil {
+		return nil, fmt.Errorf("websession: create: %w", err)
+	}
+	return s, nil
+}
+
+// Get returns the live session with id, or nil when there is none (or it
+// expired), and records the use.
+func (ss *Store) Get(ctx context.Context, id string, now time.Time) (*Session, error) {
 	if id == "" {
-		return nil, false
+		return nil, nil
+	}
+	k := key(id)
+	ss.mu.Lock()
+	c, ok := ss.recent[k]
+	ss.mu.Unlock()
+	if !ok || now.Sub(c.read) >= recheck || now.Sub(c.read) < 0 || !now.Before(c.expires) {
+		st, err := ss.st.Session(ctx, ss.app, k, now)
+		if errors.Is(err, store.ErrNotFound) {
+			ss.mu.Lock()
+			delete(ss.recent, k)
+			ss.mu.Unlock()
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("websession: %w", err)
+		}
+		c = checked{s: Session{ID: id, AccountID: st.AccountID, Address: st.Address, CSRF: st.CSRF, Created: st.Created, key: k},
+			lastSeen: st.LastSeen, expires: st.Expires, read: now}
+	}
+	if now.Sub(c.lastSeen) >= touchEvery {
+		// A failed touch is tried again by the next use.
+		if ss.st.TouchSession(ctx, ss.app, k, now, now.Add(ss.ttl)) == nil {
+			c.lastSeen, c.expires = now, now.Add(ss.ttl)
+		}
 	}
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s, ok := ss.byID[id]
-	if !ok {
-		return nil, false
+	if len(ss.recent) >= maxRecent {
+		clear(ss.recent)
 	}
-	if now.Sub(s.lastSeen) > ss.ttl {
-		delete(ss.byID, id)
-		return nil, false
-	}
-	s.lastSeen = now
-	return s, true
+	ss.recent[k] = c
+	ss.mu.Unlock()
+	s := c.s
+	return &s, nil
 }
 
 // Alive reports whether the session still exists and has not expired,
-// without refreshing it (for long-lived streams).
-func (ss *Store) Alive(id string, now time.Time) bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s, ok := ss.byID[id]
-	return ok && now.Sub(s.lastSeen) <= ss.ttl
+// without recording a use (for long-lived streams).
+func (ss *Store) Alive(ctx context.Context, s *Session, now time.Time) (bool, error) {
+	_, err := ss.st.Session(ctx, ss.app, s.key, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("websession: %w", err)
+	}
+	return true, nil
 }
 
-// Delete ends a session.
-func (ss *Store) Delete(id string) {
+// Delete ends the session whose cookie is id.
+func (ss *Store) Delete(ctx context.Context, id string) error {
+	if id == "" {
+		return nil
+	}
+	k := key(id)
+	err := ss.st.DeleteSession(ctx, ss.app, k)
+	// After the store's delete: a Get that read the session before it
+	// must not keep it.
 	ss.mu.Lock()
-	delete(ss.byID, id)
+	delete(ss.recent, k)
 	ss.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("websession: delete: %w", err)
+	}
+	return nil
 }
 
 // DeleteAccount ends every session of an account except keep (after a
 // password change).
-func (ss *Store) DeleteAccount(accountID int64, keep string) {
+func (ss *Store) DeleteAccount(ctx context.Context, accountID int64, keep *Session) error {
+	k := ""
+	if keep != nil {
+		k = keep.key
+	}
+	err := ss.st.DeleteAccountSessions(ctx, ss.app, accountID, k)
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for id, s := range ss.byID {
-		if s.AccountID == accountID && id != keep {
-			delete(ss.byID, id)
+	for key, c := range ss.recent {
+		if c.s.AccountID == accountID && key != k {
+			delete(ss.recent, key)
 		}
 	}
+	ss.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("websession: delete sessions of account %d: %w", accountID, err)
+	}
+	return nil
 }
 
-// OpenStream counts a long-lived stream against the session's limit; it
-// reports false when the limit is reached. CloseStream undoes it.
+// OpenStream counts a long-lived stream against the session's limit on
+// this node; it reports false when the limit is reached. CloseStream
+// undoes it.
 func (ss *Store) OpenStream(s *Session, limit int) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if s.streams >= limit {
+	if ss.streams[s.key] >= limit {
 		return false
 	}
-	s.streams++
+	ss.streams[s.key]++
 	return true
 }
 
 // CloseStream ends a stream counted by OpenStream.
 func (ss *Store) CloseStream(s *Session) {
 	ss.mu.Lock()
-	s.streams--
-	ss.mu.Unlock()
+	defer ss.mu.Unlock()
+	if ss.streams[s.key]--; ss.streams[s.key] <= 0 {
+		delete(ss.streams, s.key)
+	}
 }
 
 // CrossOrigin reports a request that must not change state because it did

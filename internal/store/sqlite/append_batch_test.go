@@ -11,62 +11,8 @@ import (
 	"pimail/internal/store"
 )
 
-func TestAppendBatch(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	a := mustAccount(t, s, "u@example.org")
-	inbox := inboxOf(t, s, a)
-	if _, err := s.Append(ctx, inbox.ID, testMsg(0), 0, nil, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	date := time.Date(2001, 8, 16, 10, 0, 0, 0, time.UTC)
-	msgs := []store.AppendMessage{
-		{Raw: testMsg(1), Flags: store.FlagSeen, InternalDate: date},
-		{Raw: testMsg(2), Keywords: []string{"$Forwarded"}},
-		{Raw: testMsg(1)}, // the same content again: one blob, two references
-	}
-	ds, err := s.AppendBatch(ctx, inbox.ID, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ds) != 3 {
-		t.Fatalf("%d results, want 3", len(ds))
-	}
-	for i, d := range ds {
-		if d.UID != uint32(2+i) || d.MailboxID != inbox.ID || d.UIDValidity != inbox.UIDValidity {
-			t.Fatalf("result %d = %+v, want UID %d in mailbox %d", i, d, 2+i, inbox.ID)
-		}
-	}
-	ms, err := s.Fetch(ctx, inbox.ID, store.UIDSet{{Start: 2, Stop: 4}}, store.FetchOptions{})
-	if err != nil || len(ms) != 3 {
-		t.Fatalf("Fetch = %d messages, %v", len(ms), err)
-	}
-	if ms[0].Flags != store.FlagSeen || !ms[0].InternalDate.Equal(date) {
-		t.Errorf("message 1: flags %v date %v", ms[0].Flags, ms[0].InternalDate)
-	}
-	if len(ms[1].Keywords) != 1 || ms[1].Keywords[0] != "$Forwarded" {
-		t.Errorf("message 2 keywords %v", ms[1].Keywords)
-	}
-	if ms[0].BlobID != ms[2].BlobID {
-		t.Errorf("same content in two blobs: %d, %d", ms[0].BlobID, ms[2].BlobID)
-	}
-	for i, m := range ms {
-		raw, err := s.ReadBlob(ctx, m.BlobID)
-		if err != nil || string(raw) != string(msgs[i].Raw) {
-			t.Fatalf("message %d content: %v", i+1, err)
-		}
-	}
-	var refs int
-	if err := s.rdb.QueryRow("SELECT refcount FROM blobs WHERE id = ?", ms[0].BlobID).Scan(&refs); err != nil || refs != 2 {
-		t.Fatalf("refcount of the shared blob = %d, %v; want 2", refs, err)
-	}
-	if _, err := s.AppendBatch(ctx, inbox.ID+99, msgs); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("batch into a missing mailbox: %v, want ErrNotFound", err)
-	}
-	if _, err := s.AppendBatch(ctx, inbox.ID, []store.AppendMessage{{Raw: testMsg(3)}, {}}); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("batch with an empty message: %v, want ErrInvalid", err)
-	}
-}
+// What AppendBatch does is checked by storetest (AppendBatch); these are
+// the SQLite store's own cases.
 
 // TestAppendBatchAllOrNothing: a batch whose second message fails inside
 // the transaction (UID space exhausted) leaves nothing: no rows, no blobs,

@@ -151,7 +151,7 @@ func (s *Store) AddAccount(ctx context.Context, address, passwordHash string) (s
 			if _, err := createMailbox(w, id, mb.Name, mb.SpecialUse); err != nil {
 				return err
 			}
-			if testBefore(12) { // no subscriptions table yet
+			if testBefore(13) { // no subscriptions table yet
 				continue
 			}
 			if err := subscribe(w, id, mb.Name); err != nil {

@@ -10,7 +10,8 @@
 //	                         are rows of blob_data in the database),
 //	                         <hh> the first two hex digits of the SHA-256
 //	DIR/blobs/tmp/           files being written (renamed into place)
-//	DIR/backup/              snapshots taken before schema migrations
+//	DIR/backup/              snapshots taken before schema migrations (and
+//	                         the files of older versions, internal/upgrade)
 //
 // # Schema
 //
@@ -53,6 +54,23 @@
 //	                                         recipient; id is the entry's,
 //	                                         its envelope's id << 10 plus
 //	                                         its place in the envelope
+//	prefs      (account_id, app, doc, version)
+//	                                         a program's settings per account
+//	                                         (the webmail's JSON), replaced
+//	                                         by compare-and-swap on version
+//	sessions   (app, id, account_id, csrf, created, last_seen, expires)
+//	                                         browser sessions; id is a digest
+//	                                         of the cookie (internal/websession)
+//	spam_models (account_id, data, version)  spam filter models (0: the base),
+//	                                         compare-and-swap like prefs
+//	junk_ledger (blob_id, account_id, spam)  blobs trained from junk decisions;
+//	                                         deleted with the blob by a trigger
+//	secrets    (name, value)                 installation secrets (the SRS key)
+//	mta_sts    (domain_id, policy)           MTA-STS policy per local domain
+//
+// Everything kept for an account goes with its row (foreign keys with ON
+// DELETE CASCADE, a trigger for spam_models, whose base model has no
+// account), the MTA-STS policy with its domain.
 //
 // A blob row describes one distinct message: its size, the decoded header
 // fields an index and SEARCH need (as columns), and the JSON of
@@ -117,18 +135,19 @@
 // Every request that can bring mail in (Deliver, Append, Copy, Move, the
 // outbound queue, the directory) is committed with synchronous=FULL: the
 // WAL is fsynced before the caller learns of the commit, so SMTP's 250 and
-// IMAP's OK come only after the fsync. Expunge and StoreFlags are the
-// relaxed class (writeRelaxed): losing them on a power failure loses no
-// mail, so the writer commits a batch made only of them with
-// synchronous=NORMAL (set outside the transaction, FULL again right
-// after), without fsync. In WAL mode the next FULL commit fsyncs the WAL
+// IMAP's OK come only after the fsync. Expunge, StoreFlags and
+// TouchSession are the relaxed class (writeRelaxed): losing them on a
+// power failure loses no mail, so the writer commits a batch made only of
+// them with synchronous=NORMAL (set outside the transaction, FULL again
+// right after), without fsync. In WAL mode the next FULL commit fsyncs the WAL
 // file and with it every earlier frame; a FULL batch that follows relaxed
 // ones also rewrites a marker row, so that it certainly appends to the WAL
 // and syncs. Relaxed commits stay unsynced for at most relaxedSyncDelay (1
 // s; then the writer syncs them itself) and at most maxRelaxedJobs (1024)
 // requests; Close syncs them. A power failure can therefore take back the
-// last second of expunges and flag changes (messages reappear, flags
-// revert) and nothing else. Two consequences are handled:
+// last second of expunges, flag changes and session touches (messages
+// reappear, flags revert, a session expires up to a minute early) and
+// nothing else. Two consequences are handled:
 //
 //   - the collector deletes a file because an expunge brought its reference
 //     count to zero; its requests (writeAfterDurable) first sync the relaxed

@@ -377,7 +377,74 @@ CREATE TABLE sieve_vacation (
 	PRIMARY KEY (account_id, handle, sender)
 ) WITHOUT ROWID;
 `,
-	// 12: IMAP subscriptions apart from the mailboxes (subscriptions.go,
+	// 12: the state that older versions kept in files beside the
+	// database (state.go, sessions.go, spammodels.go), so that one
+	// transaction model, one backup and one restore cover it and nodes
+	// on a shared database can share it; internal/upgrade moves the old
+	// files in at start. prefs holds a program's settings document per
+	// account (the webmail's JSON) and spam_models the classifier's
+	// models (internal/spam's binary format; account 0 is the base
+	// model), each replaced by compare-and-swap on its version.
+	// junk_ledger remembers which blobs were trained as what, per
+	// account; its primary key leads with the blob, so that the trigger
+	// that drops an entry with its blob (whose ID SQLite may give to a
+	// later blob) is one range of it. sessions are the webmail's and the
+	// web admin's logged-in browsers; their ID is a digest of the cookie.
+	// Everything of an account goes with the account row (foreign keys,
+	// and a trigger for the model, which has none); an MTA-STS policy
+	// goes with its domain.
+	`
+CREATE TABLE prefs (
+	account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	app        TEXT NOT NULL,
+	doc        BLOB NOT NULL,
+	version    INTEGER NOT NULL,
+	PRIMARY KEY (account_id, app)
+) WITHOUT ROWID;
+
+CREATE TABLE sessions (
+	app        TEXT NOT NULL,
+	id         TEXT NOT NULL,
+	account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	csrf       TEXT NOT NULL,
+	created    INTEGER NOT NULL, -- Unix milliseconds
+	last_seen  INTEGER NOT NULL, -- Unix milliseconds
+	expires    INTEGER NOT NULL, -- Unix milliseconds
+	PRIMARY KEY (app, id)
+) WITHOUT ROWID;
+CREATE INDEX sessions_account ON sessions(account_id, app, last_seen);
+CREATE INDEX sessions_expires ON sessions(expires);
+
+CREATE TABLE spam_models (
+	account_id INTEGER PRIMARY KEY, -- accounts.id; 0 is the base model
+	data       BLOB NOT NULL,
+	version    INTEGER NOT NULL
+);
+CREATE TABLE junk_ledger (
+	blob_id    INTEGER NOT NULL,    -- blobs.id
+	account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	spam       INTEGER NOT NULL,    -- 1 spam, 0 ham
+	PRIMARY KEY (blob_id, account_id)
+) WITHOUT ROWID;
+CREATE INDEX junk_ledger_account ON junk_ledger(account_id);
+CREATE TRIGGER accounts_delete_spam AFTER DELETE ON accounts BEGIN
+	DELETE FROM spam_models WHERE account_id = OLD.id;
+END;
+CREATE TRIGGER blobs_delete_ledger AFTER DELETE ON blobs BEGIN
+	DELETE FROM junk_ledger WHERE blob_id = OLD.id;
+END;
+
+CREATE TABLE secrets (
+	name  TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE mta_sts (
+	domain_id INTEGER PRIMARY KEY REFERENCES domains(id) ON DELETE CASCADE,
+	policy    TEXT NOT NULL
+);
+`,
+	// 13: IMAP subscriptions apart from the mailboxes (subscriptions.go,
 	// RFC 3501 §6.3.6): a subscribed name need not exist, and CREATE,
 	// DELETE no longer touch them. Mailboxes subscribed before keep their
 	// subscription. mailboxes.first_recent_uid is the lowest UID no

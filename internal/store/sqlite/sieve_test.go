@@ -3,11 +3,12 @@ package sqlite
 import (
 	"testing"
 
+	"pimail/internal/store"
 	"pimail/internal/store/storetest"
 )
 
 func TestSieveSuite(t *testing.T) {
-	storetest.RunSieve(t, func(t *testing.T) storetest.SieveStore {
+	storetest.RunSieve(t, func(t *testing.T) store.Store {
 		s, err := Open(t.TempDir(), testOptions())
 		if err != nil {
 			t.Fatalf("Open: %v", err)

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"pimail/internal/store"
 )
 
-// This file keeps the subscriptions (store.Subscriptions): one row per
+// This file keeps the subscriptions (internal/store/subscriptions.go): one row per
 // subscribed name in the subscriptions table, whether or not a mailbox
 // has that name.
 
@@ -101,5 +99,3 @@ func (s *Store) Subscriptions(ctx context.Context, accountID int64) ([]string, e
 	}
 	return out, nil
 }
-
-var _ store.Subscriptions = (*Store)(nil)

@@ -224,6 +224,7 @@ func testReopen(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 	if _, err := s.CreateMailbox(c, f.accounts[0].ID, "Kept", ""); err != nil {
 		t.Fatal(err)
 	}
+	writeState(t, s, f)
 	ver, _ := s.DirectoryVersion(c)
 	inbox = f.mailbox(t, 0, "INBOX")
 	before := fetchAll(t, s, inbox.ID)
@@ -251,6 +252,7 @@ func testReopen(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 	if _, err := s2.Mailbox(c, a.ID, "Kept"); err != nil {
 		t.Fatalf("created mailbox lost: %v", err)
 	}
+	checkState(t, s2, f)
 	after := fetchAll(t, s2, inbox.ID)
 	if len(after) != len(before) {
 		t.Fatalf("messages after reopen = %d, want %d", len(after), len(before))

@@ -9,17 +9,11 @@ import (
 	"pimail/internal/store"
 )
 
-// SieveStore is a store with the Sieve role.
-type SieveStore interface {
-	store.Store
-	store.Sieve
-}
-
 // RunSieve runs the tests of store.Sieve, each on a fresh store from open.
-func RunSieve(t *testing.T, open func(t *testing.T) SieveStore) {
+func RunSieve(t *testing.T, open OpenFunc) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s SieveStore)
+		fn   func(t *testing.T, s store.Store)
 	}{
 		{"Scripts", testSieveScripts},
 		{"ActiveScript", testSieveActive},
@@ -36,7 +30,7 @@ func RunSieve(t *testing.T, open func(t *testing.T) SieveStore) {
 	}
 }
 
-func testSieveScripts(t *testing.T, s SieveStore) {
+func testSieveScripts(t *testing.T, s store.Store) {
 	f := setup(t, s, 2)
 	c := ctx(t)
 	a, b := f.accounts[0].ID, f.accounts[1].ID
@@ -74,7 +68,7 @@ func testSieveScripts(t *testing.T, s SieveStore) {
 	}
 }
 
-func testSieveActive(t *testing.T, s SieveStore) {
+func testSieveActive(t *testing.T, s store.Store) {
 	f := setup(t, s, 2)
 	c := ctx(t)
 	a, b := f.accounts[0].ID, f.accounts[1].ID
@@ -123,7 +117,7 @@ func testSieveActive(t *testing.T, s SieveStore) {
 	}
 }
 
-func testSieveRenameDelete(t *testing.T, s SieveStore) {
+func testSieveRenameDelete(t *testing.T, s store.Store) {
 	f := setup(t, s, 1)
 	c := ctx(t)
 	a := f.accounts[0].ID
@@ -170,7 +164,7 @@ func testSieveRenameDelete(t *testing.T, s SieveStore) {
 	}
 }
 
-func testVacationClaims(t *testing.T, s SieveStore) {
+func testVacationClaims(t *testing.T, s store.Store) {
 	f := setup(t, s, 2)
 	c := ctx(t)
 	a, b := f.accounts[0].ID, f.accounts[1].ID
@@ -223,7 +217,7 @@ func testVacationClaims(t *testing.T, s SieveStore) {
 	}
 }
 
-func testSieveAccountRemoved(t *testing.T, s SieveStore) {
+func testSieveAccountRemoved(t *testing.T, s store.Store) {
 	f := setup(t, s, 1)
 	c := ctx(t)
 	a := f.accounts[0]

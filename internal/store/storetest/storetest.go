@@ -1,6 +1,7 @@
 // Package storetest is the behavioural test suite of store.Store, written
 // only against the interface so that every implementation (store/sqlite,
-// later store/postgres) runs the same checks:
+// later store/postgres) runs the same checks, which call every method of
+// every role interface:
 //
 //	func TestSuite(t *testing.T) {
 //		storetest.Run(t, openEmptyStore, reopenSameData)
@@ -74,6 +75,15 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"SCRAM", testSCRAM},
 		{"DKIMKeys", testDKIMKeys},
 		{"Queue", testQueue},
+		{"HeaderReads", testHeaderReads},
+		{"MailboxPage", testMailboxPage},
+		{"MailboxPageAttachment", testMailboxPageAttachment},
+		{"AppendBatch", testAppendBatch},
+		{"Preferences", testPreferences},
+		{"Sessions", testSessions},
+		{"SpamModels", testSpamModels},
+		{"Secrets", testSecrets},
+		{"MTASTSPolicies", testMTASTSPolicies},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 )
 
 // testSubscriptions: subscriptions are names apart from the mailboxes
-// (store.Subscriptions): the default special-use mailboxes start
+// (store/subscriptions.go): the default special-use mailboxes start
 // subscribed, CREATE and DELETE leave subscriptions alone, a name may be
 // subscribed without a mailbox, RENAME moves them with the mailbox.
 func testSubscriptions(t *testing.T, s store.Store) {

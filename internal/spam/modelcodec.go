@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 )
 
-// Model file format, version 1 (all integers unsigned varints unless
+// Model format, version 1, as the store keeps it (store.SpamModels) and
+// older versions kept it in files (all integers unsigned varints unless
 // said otherwise):
 //
 //	magic    8 bytes "PIMSPAM\x00"
@@ -28,12 +27,18 @@ const (
 	modelVersion = 1
 )
 
-// ErrBadModel means a model file is damaged or of an unknown version.
-var ErrBadModel = errors.New("spam: bad model file")
+// ErrBadModel means a stored model is damaged or of an unknown version.
+var ErrBadModel = errors.New("spam: bad model")
 
 // WriteTo writes the model in the binary format.
 func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.writeLocked(w)
+}
+
+// writeLocked is WriteTo, called with mu held.
+func (m *Model) writeLocked(w io.Writer) (int64, error) {
 	keys, vals := m.sorted()
 	crc := crc32.NewIEEE()
 	cw := &countWriter{w: io.MultiWriter(w, crc)}
@@ -51,7 +56,6 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 		bw.Write(binary.AppendUvarint(buf[:0], uint64(c.spam)))
 		bw.Write(binary.AppendUvarint(buf[:0], uint64(c.ham)))
 	}
-	m.mu.RUnlock()
 	if err := bw.Flush(); err != nil {
 		return cw.n, fmt.Errorf("write model: %w", err)
 	}
@@ -88,7 +92,14 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// readModel parses a model file's bytes.
+// CheckModel reports why data is not a model in this format (wrapping
+// ErrBadModel); nil when it is one.
+func CheckModel(data []byte) error {
+	_, err := readModel(data, DefaultMaxTokens)
+	return err
+}
+
+// readModel parses a model's bytes.
 func readModel(data []byte, maxTokens int) (*Model, error) {
 	if len(data) < len(modelMagic)+1+4 || string(data[:len(modelMagic)]) != modelMagic {
 		return nil, fmt.Errorf("%w: no model header", ErrBadModel)
@@ -149,63 +160,4 @@ func readModel(data []byte, maxTokens int) (*Model, error) {
 		m.prune()
 	}
 	return m, nil
-}
-
-// LoadModel reads a model file. A missing file is an empty model.
-func LoadModel(path string, maxTokens int) (*Model, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return NewModel(maxTokens), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load spam model: %w", err)
-	}
-	m, err := readModel(data, maxTokens)
-	if err != nil {
-		return nil, fmt.Errorf("load spam model %s: %w", path, err)
-	}
-	return m, nil
-}
-
-// SaveModel writes the model atomically: a temporary file in the same
-// directory, fsync, rename over the old file, fsync of the directory. A
-// crash leaves either the old or the new model, never a torn one.
-func SaveModel(path string, m *Model) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("save spam model: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".model-*.tmp")
-	if err != nil {
-		return fmt.Errorf("save spam model: %w", err)
-	}
-	tmp := f.Name()
-	m.mu.Lock()
-	m.dirty = false
-	m.mu.Unlock()
-	_, err = m.WriteTo(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		m.mu.Lock()
-		m.dirty = true
-		m.mu.Unlock()
-		return fmt.Errorf("save spam model %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("save spam model: sync %s: %w", dir, err)
-		}
-	}
-	return nil
 }
