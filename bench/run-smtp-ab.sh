@@ -63,6 +63,10 @@ start() {
 	for l in submission submissions imaps pop3 pop3s http https managesieve; do
 		"$tmp/pimail-$name" serve -h 2>&1 | grep -q -- "-$l " && off+=("--$l" "")
 	done
+	# Admin commands want an existing store since "pimail init" exists.
+	if "$tmp/pimail-$name" init -h >/dev/null 2>&1; then
+		"$tmp/pimail-$name" init --data "$data" >/dev/null
+	fi
 	"$tmp/pimail-$name" domain add --data "$data" bench.test >/dev/null
 	for i in $(seq 20); do
 		"$tmp/pimail-$name" account add --data "$data" --password benchpass "user$i@bench.test" >/dev/null
