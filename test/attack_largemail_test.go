@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -94,11 +95,14 @@ func sendBig(addr, rcpt, tag string, parts []bigPart) (int, string, error) {
 // arrives, and at most smtp.large_deliveries (2) spooled messages are
 // delivered at once, mapped from their file: 8 messages of 50 MB in
 // parallel must stay within 200 MB of RSS above the idle server, and all
-// of them are stored whole.
+// of them are stored whole. Meanwhile another user logs in over IMAP,
+// gets a message over SMTP and loads the webmail's login page.
 func TestAttackMemoryPerMessage(t *testing.T) {
 	srv := NewServer(t, "")
-	rcpt := srv.AddAccounts("large")[0]
-	srv.Start()
+	users := srv.AddAccounts("large", "bystander")
+	rcpt := users[0]
+	l := withListeners(t, "http")
+	srv.StartWith(l)
 	base := warmRSS(t, srv, rcpt)
 
 	var peak, peakAnon, peakFile int64
@@ -132,6 +136,16 @@ func TestAttackMemoryPerMessage(t *testing.T) {
 			}
 		}()
 	}
+	time.Sleep(3 * time.Second) // the 8 messages are arriving
+	served := time.Now()
+	imapLogin(t, srv.IMAP, users[1], nil).Close()
+	dialSMTP(t, srv.SMTP).send("someone@example.org", users[1:], generatedMessage("large-bystander", 1, 500))
+	resp, err := http.Get("http://" + l.HTTP + "/login")
+	if err != nil {
+		t.Fatalf("webmail during the flood: %v", err)
+	}
+	resp.Body.Close()
+	t.Logf("IMAP login, SMTP delivery and a web page during the flood: %v", time.Since(served).Round(time.Millisecond))
 	wg.Wait()
 	close(stop)
 	<-sampled
