@@ -49,8 +49,6 @@ func (r *reply) line(host string) string {
 	return fmt.Sprintf("%d %d.%d.%d %s %s\r\n", r.code, r.enh[0], r.enh[1], r.enh[2], host, r.text)
 }
 
-func (r *reply) permanent() bool { return r.code/100 == 5 }
-
 var (
 	replyOK       = newReply(250, [3]int{2, 0, 0}, "OK")
 	replySenderOK = newReply(250, [3]int{2, 1, 0}, "Sender OK")
