@@ -252,12 +252,7 @@ func TestAttackLockOutOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s := &smtpConn{t: t, c: c, r: bufio.NewReader(c)}
-	if code, _, err := s.reply(); err != nil || code != 220 {
-		t.Fatal(code, err)
-	}
-	s.expect("EHLO owner.example", 250)
-	s.expect("AUTH PLAIN "+base64.StdEncoding.EncodeToString([]byte("\x00"+users[0]+"\x00"+testPassword)), 235)
+	submissionLogin(t, c, users[0])
 	wc := clientFrom(84)
 	csrf := loginForm(t, wc, "http://"+l.HTTP)
 	resp, err := wc.PostForm("http://"+l.HTTP+"/login", url.Values{"username": {users[0]}, "password": {testPassword}, "csrf": {csrf}})

@@ -344,12 +344,7 @@ func TestAttackSubmission421Closes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	s := &smtpConn{t: t, c: c, r: bufio.NewReader(c)}
-	if code, _, err := s.reply(); err != nil || code != 220 {
-		t.Fatal(code, err)
-	}
-	s.expect("EHLO errs.example", 250)
-	s.expect("AUTH PLAIN "+base64.StdEncoding.EncodeToString([]byte("\x00"+users[0]+"\x00"+testPassword)), 235)
+	s := submissionLogin(t, c, users[0])
 	// Refused commands (a sender that is not the user's) until the
 	// server says 421.
 	for i := 0; ; i++ {
@@ -368,4 +363,17 @@ func TestAttackSubmission421Closes(t *testing.T) {
 	} else if isTimeout(err) {
 		t.Fatalf("after 421 the connection stayed open")
 	}
+}
+
+// submissionLogin reads the greeting on a submission connection, says
+// EHLO and logs in as user with AUTH PLAIN.
+func submissionLogin(t *testing.T, c net.Conn, user string) *smtpConn {
+	t.Helper()
+	s := &smtpConn{t: t, c: c, r: bufio.NewReader(c)}
+	if code, text, err := s.reply(); err != nil || code != 220 {
+		t.Fatalf("submission greeting: %d %q %v", code, text, err)
+	}
+	s.expect("EHLO client.example", 250)
+	s.expect("AUTH PLAIN "+base64.StdEncoding.EncodeToString([]byte("\x00"+user+"\x00"+testPassword)), 235)
+	return s
 }
