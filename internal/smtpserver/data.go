@@ -58,6 +58,10 @@ func (s *session) finishMessage(id string, sp *spool, fr *framer, err error) {
 		refuse(replyTooBig, metrics.RejectSize, "too big")
 		s.fail(replyTooBig)
 		s.quit = s.quit || err != nil
+	case err == nil && sp.failed != nil:
+		r := deliveryError(sp.failed)
+		refuse(r, metrics.RejectTempFail, sp.failed.Error())
+		s.fail(r)
 	case err != nil:
 		// The connection broke or timed out mid-message, or the spool
 		// could not be written: nothing stored, nothing acknowledged. The
@@ -143,7 +147,7 @@ func (s *session) bdatCommand(args []byte) {
 	b := s.bdat
 	err = s.c.readData(&b.fr, n, cfg.DataTimeout, func() error { return b.sp.absorb(&b.fr) })
 	switch {
-	case err != nil || b.fr.tooLong || b.sp.tooBig:
+	case err != nil || b.fr.tooLong || b.sp.tooBig || b.sp.failed != nil:
 		// RFC 3030 §2: after a refused chunk the client sends no more.
 		s.finishMessage(b.id, b.sp, &b.fr, err)
 		return

@@ -119,7 +119,7 @@ func (r mxRole) deliver(s *session, id string, sp *spool, fr *framer) *reply {
 	m, release, err := sp.message(fr)
 	if err != nil {
 		r.srv.log.Warn("spooled message unreadable", "id", id, "err", err)
-		return replyTempFailure
+		return deliveryError(err) // ENOSPC: 452 4.3.1
 	}
 	env := delivery.Envelope{
 		ID: id, MailFrom: s.from, Recipients: s.rcpts,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/smtp"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -440,5 +441,36 @@ func TestFullMailboxRefusedAtRCPT(t *testing.T) {
 	c.expectReply(250, "end of data")
 	if got := e.inbox(t, "alice@example.com"); len(got) != 1 {
 		t.Fatalf("alice got %d messages, want 1", len(got))
+	}
+}
+
+// TestSpoolFailureKeepsSession: when a large message cannot be spooled
+// (here a spool directory that does not exist; in production a full
+// disk), the rest of its data is read and dropped, the message is refused
+// with a temporary error after its end, and the session goes on in step:
+// the commands sent after the data are not read as message text.
+func TestSpoolFailureKeepsSession(t *testing.T) {
+	const threshold = 4 << 10
+	e := newEnv(t, Config{SpoolThreshold: threshold, SpoolDir: filepath.Join(t.TempDir(), "missing")})
+	c := dial(t, e.addr)
+	c.expect("EHLO client.test", 250)
+	big := simpleMessage + strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\r\n", 4*threshold/64)
+	if code, msg := c.transaction("sender@remote.test", []string{"alice@example.com"}, big); code != 451 || !strings.HasPrefix(msg, "4.3.0 ") {
+		t.Fatalf("DATA that cannot be spooled: %d %s", code, msg)
+	}
+	c.expect("NOOP", 250)
+	c.expect("MAIL FROM:<sender@remote.test>", 250)
+	c.expect("RCPT TO:<alice@example.com>", 250)
+	c.send("BDAT " + itoa(len(big)) + " LAST\r\n" + big)
+	if code, msg := c.reply(); code != 451 {
+		t.Fatalf("BDAT that cannot be spooled: %d %s", code, msg)
+	}
+	c.expect("NOOP", 250)
+	if n := e.messages(t); n != 0 {
+		t.Fatalf("%d messages stored, want 0", n)
+	}
+	// A message under the threshold, kept in memory, still goes through.
+	if code, msg := c.transaction("sender@remote.test", []string{"alice@example.com"}, simpleMessage); code != 250 {
+		t.Fatalf("small message: %d %s", code, msg)
 	}
 }

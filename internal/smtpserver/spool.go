@@ -1,6 +1,7 @@
 package smtpserver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -48,6 +49,7 @@ type spool struct {
 	size int64 // content bytes kept (not counting the room)
 
 	tooBig    bool  // past MaxMessageBytes: the rest is read and dropped
+	failed    error // the file could not be written (a full disk): likewise
 	discarded int64 // bytes dropped since
 }
 
@@ -70,7 +72,7 @@ func (srv *Server) newSpool(prefix string, sizeHint int64) (*spool, []byte) {
 // it once the message is over the size limit.
 func (sp *spool) absorb(fr *framer) error {
 	cfg := &sp.srv.cfg
-	if sp.tooBig {
+	if sp.tooBig || sp.failed != nil {
 		sp.discarded += int64(len(fr.out))
 		fr.out = fr.out[:0]
 		if sp.discarded > cfg.MaxMessageBytes {
@@ -84,7 +86,7 @@ func (sp *spool) absorb(fr *framer) error {
 		case size > cfg.MaxMessageBytes:
 			sp.overflow(fr)
 		case size > int64(cfg.SpoolThreshold):
-			return sp.spill(fr)
+			sp.spill(fr)
 		}
 		return nil
 	}
@@ -94,10 +96,22 @@ func (sp *spool) absorb(fr *framer) error {
 		return nil
 	}
 	if _, err := sp.file.Write(fr.out); err != nil {
-		return fmt.Errorf("spool message: %w", err)
+		sp.fail(fr, err)
+		return nil
 	}
 	fr.out = fr.out[:0]
 	return nil
+}
+
+// fail gives the message up after the spool file could not be written
+// (a full disk): the rest of the data is read and dropped like that of a
+// message too big, so that the refusal (452 4.3.1 for ENOSPC, RFC 3463)
+// answers the whole message and the session stays in step with the
+// client.
+func (sp *spool) fail(fr *framer, err error) {
+	sp.failed = fmt.Errorf("spool message: %w", err)
+	sp.closeFile()
+	fr.out = fr.out[:0]
 }
 
 // overflow drops the message: the rest of the data is read (so the 552
@@ -109,23 +123,24 @@ func (sp *spool) overflow(fr *framer) {
 }
 
 // spill moves the message to a new file: the room too, which stays free.
-func (sp *spool) spill(fr *framer) error {
+func (sp *spool) spill(fr *framer) {
 	f, err := os.CreateTemp(sp.srv.cfg.SpoolDir, "smtp-*") // read and write, for the mapping
 	if err != nil {
-		return fmt.Errorf("spool message: %w", err)
-	}
-	// Unlinked at once: the file lives as long as it is open.
-	if err := os.Remove(f.Name()); err != nil {
-		f.Close()
-		return fmt.Errorf("spool message: %w", err)
+		sp.fail(fr, err)
+		return
 	}
 	sp.file = f
+	// Unlinked at once: the file lives as long as it is open.
+	if err := os.Remove(f.Name()); err != nil {
+		sp.fail(fr, err)
+		return
+	}
 	sp.size = int64(len(fr.out) - messageRoom)
 	if _, err := f.Write(fr.out); err != nil {
-		return fmt.Errorf("spool message: %w", err)
+		sp.fail(fr, err)
+		return
 	}
 	fr.out = fr.out[:0]
-	return nil
 }
 
 // message hands the complete content over for delivery, with its room in
@@ -141,9 +156,9 @@ func (sp *spool) message(fr *framer) (m *delivery.Message, release func(keep boo
 			}
 		}, nil
 	}
-	if err := sp.absorb(fr); err != nil {
+	if err := sp.absorb(fr); err != nil || sp.failed != nil {
 		sp.discard(fr.out)
-		return nil, nil, err
+		return nil, nil, cmp.Or(err, sp.failed)
 	}
 	sp.putBuffer(fr.out)
 	// One of the LargeDeliveries slots: the mapped pages of the messages

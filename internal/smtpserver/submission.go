@@ -124,7 +124,7 @@ func (r submissionRole) deliver(s *session, id string, sp *spool, fr *framer) *r
 	m, release, err := sp.message(fr)
 	if err != nil {
 		r.srv.log.Warn("spooled message unreadable", "id", id, "err", err)
-		return replyTempFailure
+		return deliveryError(err) // ENOSPC: 452 4.3.1
 	}
 	keep := true
 	defer func() { release(keep) }()
