@@ -260,6 +260,9 @@ type Store interface {
 	SpamModels
 	Secrets
 	MTASTSPolicies
+	Contacts
+	Identities
+	ListSorter
 	Sieve
 
 	Close() error
