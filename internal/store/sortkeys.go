@@ -13,7 +13,7 @@ type SortKey struct {
 	Date         time.Time // the Date: field, zero when absent or unparseable
 	Size         int64
 	Subject      string   // decoded
-	From         string   // decoded, "Name <a@b>, c@d" as in ListItem
+	From, To     string   // decoded, "Name <a@b>, c@d" as in ListItem
 	MessageID    string   // without <>
 	InReplyTo    string   // the In-Reply-To field as in the header
 	References   []string // the References ids in order, without <>

@@ -33,7 +33,7 @@ func TestListAndRead(t *testing.T) {
 	if i1 < 0 || i2 < 0 || i2 > i1 {
 		t.Fatalf("list lacks messages newest first (escaped): %d %d", i1, i2)
 	}
-	if !strings.Contains(body, `<b class="count">2</b>`) || !strings.Contains(body, "Carol Sender") || !strings.Contains(body, `title="Has attachments"`) {
+	if !strings.Contains(body, `<b class="count">2</b>`) || !strings.Contains(body, "Carol Sender") || !strings.Contains(body, `<svg class="att"`) {
 		t.Fatalf("list lacks unread count, sender or attachment marker:\n%s", body)
 	}
 	resp, body = c.get("/msg/" + itoa(inbox.ID) + "/1")

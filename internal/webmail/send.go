@@ -84,12 +84,16 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			s.removeDraft(ctx, drafts, uint32(draftUID))
 		}
 	}
-	sent, err := s.specialMailbox(ctx, sess.AccountID, store.SpecialSent)
-	if err != nil {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
+	// Back to the folder of the message answered (or the inbox), saying
+	// that it went.
+	back := src
+	if back.ID == 0 {
+		if back, err = s.specialMailbox(ctx, sess.AccountID, store.SpecialNone); err != nil {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
 	}
-	http.Redirect(w, r, "/box/"+strconv.FormatInt(sent.ID, 10), http.StatusSeeOther)
+	http.Redirect(w, r, "/box/"+strconv.FormatInt(back.ID, 10)+"?notice=sent", http.StatusSeeOther)
 }
 
 func (s *Server) removeDraft(ctx context.Context, drafts store.Mailbox, uid uint32) {

@@ -104,8 +104,11 @@ type Store interface {
 	store.Appender
 	store.Searcher
 	store.Lister
+	store.ListSorter
 	store.Preferences
 	store.Sessions
+	store.Contacts
+	store.Identities
 }
 
 // Server is the webmail HTTP handler.
@@ -125,6 +128,7 @@ type Server struct {
 	metas       *lru[msgKey, metaEntry]
 	bodies      *lru[int64, *bodyView]
 	rows        *lru[rowsKey, rowsEntry]
+	orders      *lru[orderKey, *ordered]
 	now         func() time.Time
 }
 
@@ -148,6 +152,7 @@ func New(cfg Config, st Store, authn Authenticator, pipe *delivery.Pipeline, log
 		metas:    newLRU[msgKey, metaEntry](metaCacheEntries),
 		bodies:   newLRU[int64, *bodyView](bodyCacheBytes),
 		rows:     newLRU[rowsKey, rowsEntry](rowsCacheBytes),
+		orders:   newLRU[orderKey, *ordered](orderCacheBytes),
 		now:      time.Now,
 	}
 	s.corr.entries = map[int64]corrEntry{}
@@ -168,6 +173,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /msg/{box}/{uid}/body", s.authed(s.bodyFrame))
 	m.HandleFunc("GET /msg/{box}/{uid}/part/{part}", s.authed(s.downloadPart))
 	m.HandleFunc("GET /msg/{box}/{uid}/raw", s.authed(s.downloadRaw))
+	m.HandleFunc("GET /msg/{box}/{uid}/source", s.authed(s.sourcePage))
+	m.HandleFunc("POST /view", s.authed(s.viewSubmit))
 	m.HandleFunc("POST /msg/{box}/{uid}/remote", s.authed(s.allowRemote))
 	m.HandleFunc("POST /act", s.authed(s.action))
 	m.HandleFunc("GET /compose", s.authed(s.composePage))

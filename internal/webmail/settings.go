@@ -15,7 +15,12 @@ type settingsData struct {
 	DisplayName   string
 	Signature     string
 	RemoteSenders []string
+	Pane          string
+	ComposeHTML   bool
 }
+
+// Panes are the reading pane's places.
+func (settingsData) Panes() any { return panes }
 
 func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	v, ok := s.newView(w, r, sess, "Settings")
@@ -39,7 +44,9 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, sess *se
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	if err := s.tmpl.render(w, "settings", settingsData{view: v, DisplayName: p.DisplayName, Signature: p.Signature, RemoteSenders: p.RemoteSenders}); err != nil {
+	d := settingsData{view: v, DisplayName: p.DisplayName, Signature: p.Signature, RemoteSenders: p.RemoteSenders,
+		Pane: p.pane(), ComposeHTML: p.ComposeHTML}
+	if err := s.tmpl.render(w, "settings", d); err != nil {
 		s.log.Error("render settings", "err", err)
 	}
 }
@@ -59,8 +66,13 @@ func (s *Server) settingsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 	for _, a := range r.PostForm["forget"] {
 		remove[strings.ToLower(a)] = true
 	}
+	pane := r.PostFormValue("pane")
+	if pane != "below" && pane != "off" {
+		pane = "" // right, the default
+	}
 	err := s.prefs.update(r.Context(), sess.AccountID, func(p *prefs) {
 		p.DisplayName, p.Signature = name, sig
+		p.Pane, p.ComposeHTML = pane, r.PostFormValue("compose_html") == "1"
 		kept := p.RemoteSenders[:0]
 		for _, a := range p.RemoteSenders {
 			if !remove[a] {

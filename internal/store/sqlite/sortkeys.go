@@ -15,7 +15,7 @@ import (
 	"pimail/internal/store"
 )
 
-const sortKeysQuery = `SELECT mail.uid, mail.internal_date, b.size, b.subject, b.from_addr,
+const sortKeysQuery = `SELECT mail.uid, mail.internal_date, b.size, b.subject, b.from_addr, b.to_addr,
 	b.date, b.date_offset, b.message_id, b.in_reply_to, b.refs
 	FROM mail JOIN blobs b ON b.id = mail.blob_id
 	WHERE mail.mailbox_id = ? ORDER BY mail.uid`
@@ -63,7 +63,7 @@ func (s *Store) SortKeys(ctx context.Context, mailboxID int64) ([]store.SortKey,
 	)
 	for rows.Next() {
 		var k store.SortKey
-		if err := rows.Scan(&k.UID, &idate, &k.Size, &k.Subject, &k.From, &date, &offset,
+		if err := rows.Scan(&k.UID, &idate, &k.Size, &k.Subject, &k.From, &k.To, &date, &offset,
 			&k.MessageID, &k.InReplyTo, &refs); err != nil {
 			return nil, fmt.Errorf("sqlite store: sort keys: %w", err)
 		}

@@ -17,7 +17,7 @@ func testListSorter(t *testing.T, s store.Store) {
 	inbox := f.mailbox(t, 0, "INBOX")
 	raws := []string{
 		"From: =?utf-8?q?J=C3=B6rg?= <j@example.net>\r\nSubject: =?utf-8?q?gr=C3=BC=C3=9Fe?=\r\nMessage-ID: <a@x>\r\nDate: Mon, 2 Jan 2006 15:04:05 +0200\r\n\r\nbody\r\n",
-		"From: b@example.net\r\nSubject: Re: x\r\nMessage-ID: <b@x>\r\nIn-Reply-To: <a@x>\r\nReferences: <r@x> <a@x>\r\n\r\nlonger body here\r\n",
+		"From: b@example.net\r\nTo: Zoë <z@example.org>\r\nSubject: Re: x\r\nMessage-ID: <b@x>\r\nIn-Reply-To: <a@x>\r\nReferences: <r@x> <a@x>\r\n\r\nlonger body here\r\n",
 		"From: c@example.net\r\nSubject: third\r\n\r\nc\r\n",
 	}
 	for i, raw := range raws {
@@ -38,7 +38,7 @@ func testListSorter(t *testing.T, s store.Store) {
 		t.Errorf("date zone %d", off)
 	}
 	k = keys[1]
-	if k.UID != 2 || k.InReplyTo != "<a@x>" || !slices.Equal(k.References, []string{"r@x", "a@x"}) || !k.Date.IsZero() {
+	if k.UID != 2 || k.To != "Zoë <z@example.org>" || k.InReplyTo != "<a@x>" || !slices.Equal(k.References, []string{"r@x", "a@x"}) || !k.Date.IsZero() {
 		t.Errorf("second key: %+v", k)
 	}
 	if keys[2].UID != 3 || keys[2].References != nil || keys[2].MessageID != "" {
