@@ -175,7 +175,7 @@ func TestSuggest(t *testing.T) {
 	req.Header.Set("X-Requested-With", "fetch")
 	resp, body := c.do(req)
 	expectStatus(t, resp, http.StatusOK, body)
-	if strings.TrimSpace(body) != `["Carol Sender \u003ccarol@example.net\u003e"]` {
+	if strings.TrimSpace(body) != `[{"label":"Carol Sender \u003ccarol@example.net\u003e","value":"Carol Sender \u003ccarol@example.net\u003e"}]` {
 		t.Fatalf("suggestions: %s", body)
 	}
 }
