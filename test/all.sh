@@ -4,7 +4,7 @@
 # Installs the client tools the tests drive (Debian's isync, mutt, swaks,
 # offlineimap3, clamav-daemon for the real-clamd test, chromium for the
 # webmail browser test, postfix for the interop test, sieve-connect for
-# the ManageSieve test) when they are
+# the ManageSieve test, vdirsyncer for the CardDAV sync test) when they are
 # missing, then: gofmt check, go vet, CGO-free builds for amd64, arm64 and
 # armv7 (the Raspberry Pi targets), the unit tests, and the black-box
 # tests in test/, which start the real binary.
@@ -35,6 +35,7 @@ install_clients() {
 	command -v offlineimap >/dev/null 2>&1 || missing+=(offlineimap3)
 	[[ -x /usr/sbin/postfix ]] || missing+=(postfix)
 	command -v sieve-connect >/dev/null 2>&1 || missing+=(sieve-connect)
+	command -v vdirsyncer >/dev/null 2>&1 || missing+=(vdirsyncer)
 	if ((${#missing[@]} == 0)); then
 		echo "client tools present"
 		return
