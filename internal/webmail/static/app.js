@@ -192,6 +192,73 @@
     e.preventDefault();
   });
 
+  // Compose: the formatting editor (a contenteditable element; the server
+  // keeps only formatting from what it posts) and the From menu, which
+  // swaps the signature.
+  var form = $("compose-form"), editor = $("editor"), text = $("body");
+  if (form && editor && text) {
+    var toggleBox = $("format-toggle"), bar = $("editbar");
+    $("format-label").hidden = false;
+    var html = false;
+    function setMode(on) {
+      html = on;
+      editor.hidden = !on; bar.hidden = !on; text.hidden = on;
+      if (toggleBox) toggleBox.checked = on;
+    }
+    function textToEditor() {
+      editor.replaceChildren();
+      text.value.split("\n").forEach(function (line) {
+        var d = document.createElement("div");
+        if (line) d.textContent = line; else d.appendChild(document.createElement("br"));
+        editor.appendChild(d);
+      });
+    }
+    setMode(editor.getAttribute("data-html") === "1");
+    toggleBox.addEventListener("change", function () {
+      if (toggleBox.checked) { textToEditor(); setMode(true); editor.focus(); return; }
+      text.value = editor.innerText;
+      setMode(false);
+    });
+    each("#editbar button", function (btn) {
+      btn.addEventListener("mousedown", function (e) { e.preventDefault(); });
+      btn.addEventListener("click", function () {
+        var cmd = btn.getAttribute("data-cmd"), arg = btn.getAttribute("data-arg");
+        if (cmd === "createLink") {
+          arg = window.prompt("Link to (https://…)", "https://");
+          if (!arg || !/^(https?:|mailto:)/i.test(arg)) return;
+        }
+        document.execCommand(cmd, false, arg);
+        editor.focus();
+      });
+    });
+    // Pasted text comes in as text: formatting is made here, not copied.
+    editor.addEventListener("paste", function (e) {
+      e.preventDefault();
+      document.execCommand("insertText", false, (e.clipboardData || window.clipboardData).getData("text/plain"));
+    });
+    form.addEventListener("submit", function () {
+      if (html) { $("format").value = "html"; $("html").value = editor.innerHTML; text.value = editor.innerText; }
+      else $("format").value = "plain";
+    });
+    var from = $("from");
+    if (from) {
+      var sig = from.selectedOptions[0].getAttribute("data-signature");
+      from.addEventListener("change", function () {
+        var next = from.selectedOptions[0].getAttribute("data-signature");
+        if (html) {
+          // The signature is the text of the editor's last block after "-- ".
+          var txt = editor.innerText;
+          if (sig && txt.indexOf(sig) >= 0) { text.value = txt.replace(sig, next); textToEditor(); }
+        } else if (sig && text.value.indexOf(sig) >= 0) {
+          text.value = text.value.replace(sig, next);
+        } else if (!sig && next) {
+          text.value = text.value.replace(/\s*$/, "\n\n" + next);
+        }
+        sig = next;
+      });
+    }
+  }
+
   // Address suggestions from the address book and correspondents.
   var timer = null, list = null, active = -1;
   function closeList() { if (list) { list.remove(); list = null; } active = -1; }
