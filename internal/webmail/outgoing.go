@@ -36,8 +36,8 @@ type outgoing struct {
 	From        mail.Address
 	To, Cc, Bcc []*mail.Address
 	Subject     string
-	Body        string // the text
-	HTML        string // the formatted body (sanitized), "" for plain text only
+	Body        string   // the text
+	HTML        string   // the formatted body (sanitized), "" for plain text only
 	InReplyTo   string   // "<id>" or ""
 	References  []string // "<id>" each
 	Attachments []outPart
