@@ -23,7 +23,7 @@ func seedMailbox(t *testing.T, f *fixture) {
 	subjects := []string{"Quarterly report", "Lunch on Friday?", "The build is green again", "Conference travel",
 		"Invoice 2025-114", "Photos from the trip", "New office keys", "Review: storage layer", "Weekly status", "Team offsite agenda"}
 	for i := range 24 {
-		d := time.Date(2024+i/10, time.Month(1+i%12), 3+i, 9+i%8, 15, 0, 0, time.UTC)
+		d := time.Date(2023+i/10, time.Month(1+i%12), 3+i, 9+i%8, 15, 0, 0, time.UTC)
 		f.deliver(t, "x@example.net", []string{"alice@example.com"}, fmt.Sprintf(
 			"From: %s\nTo: alice@example.com\nSubject: %s\nDate: %s\nMessage-ID: <seed%d@example.net>\n\nHello Alice,\n\nmessage %d of the seed.\n",
 			people[i%len(people)], subjects[i%len(subjects)], d.Format(time.RFC1123Z), i, i))

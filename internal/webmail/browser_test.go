@@ -154,8 +154,9 @@ func (b *browser) open(path, sel string) {
 func (b *browser) shot(name, sel string) {
 	b.t.Helper()
 	var buf []byte
-	b.run("screenshot "+name, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Sleep(150*time.Millisecond),
-		chromedp.CaptureScreenshot(&buf))
+	b.run("screenshot "+name, chromedp.WaitVisible(sel, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("`+sel+`").scrollIntoView({block: "nearest"})`, nil),
+		chromedp.Sleep(150*time.Millisecond), chromedp.CaptureScreenshot(&buf))
 	img, err := png.Decode(bytes.NewReader(buf))
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
@@ -169,6 +170,27 @@ func (b *browser) shot(name, sel string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644); err != nil {
 		b.t.Fatal(err)
+	}
+}
+
+// reloaded runs actions that load a new page (a form's submit) and
+// waits until the new page has loaded.
+func (b *browser) reloaded(what string, actions ...chromedp.Action) {
+	b.t.Helper()
+	b.run(what+": mark", chromedp.Evaluate(`window.pimailOld = true`, nil))
+	b.run(what, actions...)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var done bool
+		// An evaluation during the navigation fails; try again.
+		err := chromedp.Run(b.ctx, chromedp.Evaluate(`!window.pimailOld && document.readyState === "complete"`, &done))
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("%s: no new page: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -220,3 +220,11 @@ func (s *Server) viewSubmit(w http.ResponseWriter, r *http.Request, sess *sessio
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
+
+// spliced passes the open message's pre-rendered text to render.
+func (d listData) spliced() (slot, text string) {
+	if d.Msg == nil {
+		return "", ""
+	}
+	return d.Msg.spliced()
+}
