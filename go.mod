@@ -3,7 +3,6 @@ module pimail
 go 1.26.0
 
 require (
-	blitiri.com.ar/go/spf v1.6.0
 	github.com/BurntSushi/toml v1.6.0
 	github.com/chromedp/cdproto v0.0.0-20260321001828-e3e3800016bc
 	github.com/chromedp/chromedp v0.15.1
@@ -20,6 +19,7 @@ require (
 	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.62.0
 	golang.org/x/text v0.43.0
+	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
 )
 

@@ -22,6 +22,7 @@ const bobMessages = 23
 // may carry the other account's data, and the other account's mail must
 // be unchanged afterwards (DESIGN: accounts are isolated).
 func TestAttackMailboxIsolation(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	users := srv.AddAccounts("mallory", "bob")
 	mallory, bob := users[0], users[1]

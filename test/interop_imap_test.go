@@ -136,6 +136,7 @@ func setLocalFlags(t *testing.T, maildir, path, letters string) {
 // messages on either side propagate on the second, and a third finds
 // nothing to do.
 func TestInteropMbsyncBothWays(t *testing.T) {
+	t.Parallel()
 	mbsync := requireTool(t, "mbsync")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("sync")[0]
@@ -357,6 +358,7 @@ set quit = yes
 // messages by a header pattern and save them to a new folder, which moves
 // them: they must be in Archive, unchanged, and gone from INBOX.
 func TestInteropMuttReadAndMove(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("mutt")[0]
 	srv.Start()
@@ -407,6 +409,7 @@ push "<tag-pattern>~h 'X-Interop-ID: 1[0-9]\$'<enter><tag-prefix><save-message>=
 // TestInteropPOP3Poplib runs test/py/pop3check.py, which drives every
 // POP3 command with Python's poplib against a maildrop of real mail.
 func TestInteropPOP3Poplib(t *testing.T) {
+	t.Parallel()
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("pop")[0]

@@ -31,6 +31,10 @@ type Server struct {
 	SMTP   string // host:port
 	IMAP   string // host:port
 	Config string // path of a config file, or ""
+	// Hostname is given to serve as --hostname; "" means test.local.
+	Hostname string
+	// Env is added to the environment of pimail serve.
+	Env []string
 
 	proc *serverProc
 }
@@ -56,6 +60,7 @@ func NewServer(t *testing.T, config string) *Server {
 			t.Fatal(err)
 		}
 	}
+	runTool(t, time.Minute, "", nil, pimailBin, "init", "--data", s.Data)
 	s.Admin("domain", "add", testDomain)
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(s.cleanup)
@@ -102,16 +107,23 @@ func (s *Server) StartWith(l Listeners) {
 	if s.proc != nil {
 		s.t.Fatal("server already running")
 	}
-	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
+	host := s.Hostname
+	if host == "" {
+		host = testDomain
+	}
+	args := []string{"serve", "--data", s.Data, "--hostname", host,
 		"--smtp", s.SMTP, "--imap", s.IMAP,
 		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
-		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", "",
+		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", l.HTTPS,
 		"--managesieve", l.ManageSieve}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}
 	p := &serverProc{log: newLogWriter(), exited: make(chan struct{})}
 	p.cmd = exec.Command(pimailBin, args...)
+	if len(s.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), s.Env...)
+	}
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {

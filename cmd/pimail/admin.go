@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"pimail/internal/message"
 	"pimail/internal/password"
 	"pimail/internal/store"
 )
@@ -34,7 +36,7 @@ func subcommands(noun string, verbs map[string]func(dataDir string, args []strin
 		return usagef("unknown verb %q", args[0])
 	}
 	fs := newFlags(noun+" "+args[0], argsUsage[args[0]], "")
-	data := fs.String("data", defaultDataDir(), "data directory")
+	data := addDataFlags(fs)
 	var pw *string
 	var pwStdin *bool
 	if noun == "account" && (args[0] == "add" || args[0] == "passwd") {
@@ -52,7 +54,11 @@ func subcommands(noun string, verbs map[string]func(dataDir string, args []strin
 		}
 		pos = append(pos, p) // the verb takes the password as its last argument
 	}
-	return verb(*data, pos)
+	dir, err := data.dir()
+	if err != nil {
+		return err
+	}
+	return verb(dir, pos)
 }
 
 func readPassword(flagValue string, fromStdin bool) (string, error) {
@@ -74,9 +80,10 @@ func readPassword(flagValue string, fromStdin bool) (string, error) {
 	return flagValue, nil
 }
 
-// withStore opens the store, runs f, and closes the store.
+// withStore opens the store of an existing data directory, runs f, and
+// closes the store.
 func withStore(dataDir string, f func(ctx context.Context, st store.Store) error) error {
-	st, err := openStore(dataDir, true)
+	st, err := openStore(dataDir)
 	if err != nil {
 		return err
 	}
@@ -174,10 +181,19 @@ func cmdAccount(args []string) error {
 				return err
 			}
 			return withStore(dir, func(ctx context.Context, st store.Store) error {
+				aliases, err := st.Aliases(ctx)
+				if err != nil {
+					return err
+				}
 				if err := st.RemoveAccount(ctx, a); err != nil {
 					return fmt.Errorf("remove account %s: %w", a, err)
 				}
 				fmt.Printf("account %s removed with all its mail\n", a)
+				for _, al := range aliases {
+					if slices.Contains(al.Targets, a) {
+						fmt.Printf("  and from the alias %s\n", al.Address)
+					}
+				}
 				return nil
 			})
 		},
@@ -297,7 +313,7 @@ func cmdAlias(args []string) error {
 			return withStore(dir, func(ctx context.Context, st store.Store) error {
 				if err := st.AddAlias(ctx, a, targets); err != nil {
 					if errors.Is(err, store.ErrNotFound) {
-						return fmt.Errorf("add alias %s: domain %s does not exist (pimail domain add)", a, domainOf(a))
+						return fmt.Errorf("add alias %s: domain %s does not exist (pimail domain add)", a, message.DomainOf(a))
 					}
 					return fmt.Errorf("add alias %s: %w", a, err)
 				}
@@ -353,7 +369,7 @@ func addAccount(ctx context.Context, st accountWriter, address, pw string) error
 	}
 	if _, err := st.AddAccount(ctx, address, hash); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", address, domainOf(address))
+			return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", address, message.DomainOf(address))
 		}
 		return fmt.Errorf("add account %s: %w", address, err)
 	}
@@ -416,5 +432,3 @@ func normalizeAliasAddress(a string) (string, error) {
 	}
 	return normalizeAddress(a)
 }
-
-func domainOf(a string) string { return a[strings.LastIndexByte(a, '@')+1:] }

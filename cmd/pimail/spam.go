@@ -55,7 +55,7 @@ func accountID(st store.DirectoryReader, address string) (int64, error) {
 
 func spamTrain(args []string) error {
 	fset := newFlags("spam train", "--spam SOURCE --ham SOURCE", "Train the base model (default) or an account's model; the server picks the change up within 30 s.")
-	data := fset.String("data", defaultDataDir(), "data directory")
+	df := addDataFlags(fset)
 	account := fset.String("account", "", "train this account's model instead of the base model")
 	base := fset.Bool("base", false, "train the shared base model (the default)")
 	untrain := fset.Bool("untrain", false, "remove the messages from the model instead of adding them")
@@ -74,7 +74,11 @@ func spamTrain(args []string) error {
 	if *spamSrc == "" && *hamSrc == "" {
 		return usagef("give --spam and/or --ham")
 	}
-	st, err := openStore(*data, true)
+	data, err := df.dir()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(data)
 	if err != nil {
 		return err
 	}
@@ -132,7 +136,7 @@ func spamTrain(args []string) error {
 
 func spamCheck(args []string) error {
 	fset := newFlags("spam check", "FILE", "Score one message as the server would and print the score and reasons.")
-	data := fset.String("data", defaultDataDir(), "data directory")
+	df := addDataFlags(fset)
 	account := fset.String("account", "", "score for this account (base model plus its own)")
 	pos, err := parse(fset, args)
 	if err != nil {
@@ -145,7 +149,11 @@ func spamCheck(args []string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	st, err := openStore(*data, true)
+	data, err := df.dir()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(data)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,8 @@
 //     room are left out, and with none left the message is refused;
 //  8. store it once for all recipients (one blob, one row per mailbox).
 //
-// Later steps (DNSBL) slot in before 8 without changing the callers.
+// The client's blocklist listings (Envelope.DNSBL) enter at step 5, as
+// points of the spam score.
 package delivery
 
 import (
@@ -38,6 +39,7 @@ import (
 	"pimail/internal/message"
 	"pimail/internal/metrics"
 	"pimail/internal/msgauth"
+	"pimail/internal/spam"
 	"pimail/internal/store"
 )
 
@@ -75,6 +77,11 @@ type Envelope struct {
 	// user (submission, webmail) or made by this server (DSNs). Sender
 	// authentication (WithAuth) is skipped for it.
 	Authenticated bool
+	// DNSBL lists the blocklists (RFC 5782) that list the client, with
+	// their configured weights: the SMTP server's lookup at connect
+	// (internal/dnsbl's Verdict.Hits), below its refusal threshold. The
+	// spam filter counts each (spam.Input.DNSBL).
+	DNSBL []spam.DNSBLHit
 }
 
 // Store is what the pipeline needs of the store: accounts (for quota
@@ -103,8 +110,9 @@ type Pipeline struct {
 	quotaPermanent bool
 	// fwd sends mail on to remote alias targets (the outbound queue),
 	// with envelope senders rewritten by srs; see WithForwarding.
-	fwd Forwarder
-	srs *SRS
+	fwd    Forwarder
+	srs    *SRS
+	sealer Sealer // ARC for forwarded mail; see WithARC
 	// sieve runs the users' Sieve scripts; see WithSieve.
 	sieve *sieveStep
 }
@@ -191,12 +199,17 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 			}
 		}
+		if err := checkHeaderFields(log, env, raw); err != nil {
+			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+		}
 		if p.filters.enabled() {
 			if err := p.runFilters(ctx, log, env, tgt.accounts, full, parsed, authRes, outcome); err != nil {
 				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 			}
 		}
 		full = insertHeaders(full, parsed, outcome.headers)
+	} else if err := checkHeaderFields(log, env, raw); err != nil {
+		return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 	}
 
 	// Forwarding (forward.go): remote alias targets get the message as
@@ -205,7 +218,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	// fail, the sender's retry may duplicate the forwarded copy, but
 	// nothing is lost.
 	if len(tgt.remote) > 0 {
-		if err := p.forward(ctx, log, env, tgt, received); err != nil {
+		if err := p.forward(ctx, log, env, tgt, received, authRes); err != nil {
 			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 		}
 		if len(tgt.accounts) == 0 {
@@ -290,6 +303,19 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	return delivered, nil
 }
 
+// checkHeaderFields refuses a header over the toolkit's limit rather
+// than have any reader see part of it: below the limit the filters, the
+// index, IMAP and the webmail read every field. It runs after sender
+// authentication, which reads every field whatever their number, so a
+// forgery gets DMARC's refusal, not this one (RFC 3463 X.6.0).
+func checkHeaderFields(log *slog.Logger, env Envelope, raw []byte) error {
+	if message.CountFields(raw, message.MaxHeaderFields) <= message.MaxHeaderFields {
+		return nil
+	}
+	log.Info("message refused: too many header fields", "from", env.MailFrom, "ip", env.RemoteIP)
+	return errHeaderFields
+}
+
 // resolve expands the envelope recipients to local accounts and remote
 // targets, each once. Recipients that no longer resolve are logged and
 // skipped: the directory is the truth at delivery time.
@@ -315,7 +341,7 @@ func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
 		}
 		for _, addr := range r.Remote {
 			if t.fwdDomain == "" {
-				t.fwdDomain = domainOf(rcpt)
+				t.fwdDomain = message.DomainOf(rcpt)
 			}
 			if !seenRemote[addr] {
 				seenRemote[addr] = true

@@ -32,7 +32,7 @@ const multipartMsg = "From: Alice Example <alice@example.org>\r\n" +
 
 func TestFetchBodyByteIdentical(t *testing.T) {
 	e := newTestEnv(t, Config{})
-	raw := corpusFile(t, "ham/sa-easy-ham-1-00001.*.eml")
+	raw := corpusFile(t, "ham/ham-002.eml")
 	e.deliver("", string(raw))
 	c := e.client(nil)
 	if _, err := c.Select("INBOX", nil).Wait(); err != nil {

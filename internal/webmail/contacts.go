@@ -13,6 +13,7 @@ import (
 	"github.com/emersion/go-vcard"
 
 	"pimail/internal/contacts"
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
@@ -93,9 +94,9 @@ func (s *Server) contactsPage(w http.ResponseWriter, r *http.Request, sess *sess
 		if d.Group != "" && !slices.Contains(c.Groups, d.Group) || q != "" && !matches(c, q) {
 			continue
 		}
-		row := contactRow{Href: c.Href, Name: visible(c.Name), Groups: c.Groups}
+		row := contactRow{Href: c.Href, Name: message.Visible(c.Name), Groups: c.Groups}
 		for _, e := range c.Emails {
-			row.Emails = append(row.Emails, visible(e))
+			row.Emails = append(row.Emails, message.Visible(e))
 		}
 		if card, err := contacts.Parse(*c); err == nil {
 			row.Phones = contacts.FieldsOf(card).Phones
@@ -142,7 +143,7 @@ func (s *Server) contactPage(w http.ResponseWriter, r *http.Request, sess *sessi
 			return
 		}
 		d.Href, d.Version, d.Fields = c.Href, c.Version, contacts.FieldsOf(card)
-		d.Name = visible(d.Name)
+		d.Name = message.Visible(d.Name)
 	} else {
 		d.Name, d.Emails = cleanHeaderText(q.Get("name")), nonEmptyList(q.Get("email"))
 	}

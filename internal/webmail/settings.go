@@ -8,6 +8,7 @@ import (
 
 	"pimail/internal/auth"
 	"pimail/internal/directory"
+	"pimail/internal/message"
 	"pimail/internal/password"
 	"pimail/internal/store"
 	"pimail/internal/websession"
@@ -81,13 +82,13 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	for _, l := range list {
-		d.Sessions = append(d.Sessions, sessionRow{Key: l.Key, Client: visible(l.Client), Current: l.Current,
+		d.Sessions = append(d.Sessions, sessionRow{Key: l.Key, Client: message.Visible(l.Client), Current: l.Current,
 			Created: l.Created.Local().Format("2 Jan 2006 15:04"), LastSeen: formatDate(l.LastSeen, s.now())})
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "settings", d); err != nil {
-		s.log.Error("render settings", "err", err)
+		s.logError(r, "render settings", "err", err)
 	}
 }
 
@@ -176,7 +177,7 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	if err := s.sessions.DeleteAccount(r.Context(), sess.AccountID, sess); err != nil {
-		s.log.Error("password changed, but other sessions not ended", "user", sess.Address, "err", err)
+		s.logError(r, "password changed, but other sessions not ended", "user", sess.Address, "err", err)
 	}
 	s.log.Info("webmail password changed", "user", sess.Address, "remote", websession.ClientIP(r))
 	http.Redirect(w, r, "/settings?notice=password", http.StatusSeeOther)

@@ -3,6 +3,9 @@ package webmail
 import (
 	"net/http"
 	"strconv"
+	"strings"
+
+	"pimail/internal/message"
 )
 
 // The full header and the source of a message, as plain text: every
@@ -44,7 +47,7 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request, sess *sessio
 		return
 	}
 	box, _ := v.folderByID(l.box.ID)
-	d := sourceData{view: v, Box: box, UID: l.meta.UID, Subject: visible(l.meta.Parsed.Subject), Size: formatSize(int64(len(l.raw)))}
+	d := sourceData{view: v, Box: box, UID: l.meta.UID, Subject: message.Visible(l.meta.Parsed.Subject), Size: formatSize(int64(len(l.raw)))}
 	raw := l.raw
 	if len(raw) > maxSourceShown {
 		raw, d.Truncated = raw[:maxSourceShown], true
@@ -57,4 +60,14 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request, sess *sessio
 // MsgURL is the message's page.
 func (d sourceData) MsgURL() string {
 	return "/msg/" + strconv.FormatInt(d.Box.ID, 10) + "/" + strconv.FormatUint(uint64(d.UID), 10)
+}
+
+// visibleLines shows text of many lines that came with a message: each
+// line (CR LF or LF ended) through message.Visible, joined by LF.
+func visibleLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = message.Visible(strings.TrimSuffix(l, "\r"))
+	}
+	return strings.Join(lines, "\n")
 }

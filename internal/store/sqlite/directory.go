@@ -196,9 +196,12 @@ func (s *Store) RemoveAccount(ctx context.Context, address string) error {
 			"DELETE FROM expunged WHERE mailbox_id IN (SELECT id FROM mailboxes WHERE account_id = ?1)",
 			"DELETE FROM mailboxes WHERE account_id = ?1",
 			"DELETE FROM accounts WHERE id = ?1",
+			// The address leaves every alias that named it (an alias of
+			// that target alone goes with its last row).
+			"DELETE FROM aliases WHERE target = ?2",
 		}
 		for _, q := range stmts {
-			if _, err := w.exec(q, id); err != nil {
+			if _, err := w.exec(q, id, addr); err != nil {
 				return fmt.Errorf("remove account: %w", err)
 			}
 		}
