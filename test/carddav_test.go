@@ -20,6 +20,7 @@ import (
 // folder, a card edited and one added there reach the webmail, and an edit
 // made in the webmail after that reaches the client again.
 func TestCardDAVVdirsyncer(t *testing.T) {
+	t.Parallel()
 	vdir := requireTool(t, "vdirsyncer")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("cards")[0]

@@ -217,7 +217,8 @@ func TestBrowserIdentitiesAndCompose(t *testing.T) {
 	b.open("/compose", "#compose-form")
 	b.run("formatted", chromedp.Click("#format-toggle", chromedp.ByQuery), chromedp.WaitVisible("#editor", chromedp.ByQuery),
 		chromedp.SendKeys("#to", "bob@example.com", chromedp.ByQuery), chromedp.SendKeys("#subject", "formatted", chromedp.ByQuery),
-		chromedp.Click("#editor", chromedp.ByQuery), chromedp.KeyEvent("Hello "),
+		chromedp.Click("#editor", chromedp.ByQuery),
+		chromedp.Evaluate(`getSelection().collapse(document.getElementById("editor").firstChild, 0)`, nil), chromedp.KeyEvent("Hello "),
 		chromedp.Click(`#editbar button[data-cmd=bold]`, chromedp.ByQuery), chromedp.KeyEvent("world"),
 		chromedp.Click(`#editbar button[data-cmd=bold]`, chromedp.ByQuery), chromedp.KeyEvent("!"))
 	b.shot("compose-html-desktop", "#editor")
@@ -307,6 +308,9 @@ func TestBrowserPhone(t *testing.T) {
 	b.shot("compose-phone", "#compose-form")
 	b.open("/contacts", "#new-contact")
 	b.fits("phone contacts")
+	b.open("/settings", "#save-settings")
+	b.fits("phone settings")
+	b.shot("settings-phone", "#save-settings")
 	b.silent()
 }
 

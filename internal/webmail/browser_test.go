@@ -111,7 +111,7 @@ func newBrowser(t *testing.T, f *fixture) *browser {
 // with touch and its device scale).
 func (b *browser) viewport(w, h int64) chromedp.Action {
 	if w < 600 {
-		return chromedp.Tasks{emulation.SetDeviceMetricsOverride(w, h, 2, true), emulation.SetTouchEmulationEnabled(true)}
+		return chromedp.Tasks{emulation.SetDeviceMetricsOverride(w, h, 1, true), emulation.SetTouchEmulationEnabled(true)}
 	}
 	return chromedp.Tasks{emulation.SetDeviceMetricsOverride(w, h, 1, false), emulation.SetTouchEmulationEnabled(false)}
 }
