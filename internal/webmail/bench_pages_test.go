@@ -115,7 +115,10 @@ func BenchmarkPages10k(b *testing.B) {
 	b.Run("threaded", func(b *testing.B) { setView(b, true); measure(b, "/box/"+box, nil) })
 	b.Run("threaded-cold", func(b *testing.B) {
 		setView(b, true)
-		measure(b, "/box/"+box, func() { f.srv.orders = newLRU[orderKey, *ordered](orderCacheBytes); f.srv.rows = newLRU[rowsKey, rowsEntry](rowsCacheBytes) })
+		measure(b, "/box/"+box, func() {
+			f.srv.orders = newLRU[orderKey, *ordered](orderCacheBytes)
+			f.srv.rows = newLRU[rowsKey, rowsEntry](rowsCacheBytes)
+		})
 	})
 	b.Run("inbox-page100", func(b *testing.B) { setView(b, false); measure(b, "/box/"+box+"?page=100", nil) })
 	b.Run("message", func(b *testing.B) { measure(b, "/msg/"+box+"/10000", nil) })
