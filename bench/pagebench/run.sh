@@ -44,6 +44,7 @@ python3 "$rc/bench/seed.py" --mbox "$CORPUS" --n "$N" --users user20
 go build -o "$tmp/pimail" ./cmd/pimail
 go build -o "$tmp/pagebench" ./bench/pagebench
 data=$tmp/data
+"$tmp/pimail" init --data "$data" >/dev/null
 "$tmp/pimail" domain add --data "$data" bench.test >/dev/null
 echo benchpass | "$tmp/pimail" account add --data "$data" --password-stdin user20@bench.test >/dev/null
 "$tmp/pimail" serve --data "$data" --hostname bench.test --http 127.0.0.1:18095 --https "" \
