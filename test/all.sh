@@ -3,7 +3,7 @@
 # It needs nothing beside the repository: the tests run on the generated
 # corpus in testdata/corpus.
 #
-# Installs the client tools the tests drive (Debian's isync, mutt, swaks,
+# Installs the client tools the tests drive (Debian's isync, mutt, neomutt, swaks,
 # offlineimap3, clamav-daemon for the real-clamd test, chromium for the
 # webmail browser test, postfix for the interop test, sieve-connect for
 # the ManageSieve test, pebble for the ACME test, vdirsyncer for the
@@ -36,6 +36,7 @@ install_clients() {
 	local missing=()
 	command -v mbsync >/dev/null 2>&1 || missing+=(isync)
 	command -v mutt >/dev/null 2>&1 || missing+=(mutt)
+	command -v neomutt >/dev/null 2>&1 || missing+=(neomutt)
 	command -v swaks >/dev/null 2>&1 || missing+=(swaks)
 	command -v script >/dev/null 2>&1 || missing+=(bsdutils)
 	command -v python3 >/dev/null 2>&1 || missing+=(python3)

@@ -11,7 +11,7 @@ import (
 	"pimail/internal/store"
 )
 
-// Address books (store.Contacts, schema version 13): one row a card,
+// Address books (store.Contacts, schema version 14): one row a card,
 // keyed by account and href, with a unique UID per account; a card's
 // version is taken from its account's counter in address_books.
 

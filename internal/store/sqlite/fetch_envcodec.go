@@ -163,6 +163,7 @@ func decodeEnvelopeShared(data []byte, addrs *addrArena) (message.Envelope, erro
 			route := data[i]&2 != 0
 			i++
 			a.Name, a.Mailbox, a.Host, a.Group = str(), str(), str(), str()
+			a.Route = "" // the slot may be reused: no route left from an earlier message
 			if route {
 				a.Route = str()
 			}

@@ -8,7 +8,7 @@ import (
 	"pimail/internal/store"
 )
 
-// Identities (store.Identities, schema version 13): one row each, the
+// Identities (store.Identities, schema version 14): one row each, the
 // address unique per account in lower case.
 
 // Identities lists an account's identities in creation order.

@@ -118,7 +118,7 @@ func cutUTF8(s string, n int) string {
 }
 
 // AccountSessions lists an account's live sessions of app, most recently
-// seen first (schema version 13 added client).
+// seen first (schema version 14 added client).
 func (s *Store) AccountSessions(ctx context.Context, app string, accountID int64, now time.Time) ([]store.Session, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT s.id, a.address, s.csrf, s.created, s.last_seen, s.expires, s.client
 		FROM sessions s JOIN accounts a ON a.id = s.account_id
