@@ -77,7 +77,6 @@ func TestBrowserReadingPane(t *testing.T) {
 	b.login("alice@example.com")
 	inbox := itoa(f.box(t, "alice@example.com", "INBOX").ID)
 	b.fits("inbox")
-	b.shot("inbox-desktop", "#msgs")
 
 	// Right (the default): a click opens the message in the pane, and
 	// the address bar names the list with the message.
