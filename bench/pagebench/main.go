@@ -91,7 +91,8 @@ func fetch(c *http.Client, method, u string, form url.Values, hdr ...string) (in
 		return 0, "", nil, err
 	}
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) pagebench/1.0")
-	req.Header.Set("Accept-Encoding", "gzip")
+	// No Accept-Encoding of our own: the transport asks for gzip, as a
+	// browser does, and unpacks it (Roundcube's nginx compresses HTML).
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
