@@ -145,7 +145,10 @@ func (s *Server) contactPage(w http.ResponseWriter, r *http.Request, sess *sessi
 		d.Href, d.Version, d.Fields = c.Href, c.Version, contacts.FieldsOf(card)
 		d.Name = message.Visible(d.Name)
 	} else {
-		d.Name, d.Emails = cleanHeaderText(q.Get("name")), nonEmptyList(q.Get("email"))
+		d.Name = cleanHeaderText(q.Get("name"))
+		if e := q.Get("email"); e != "" {
+			d.Emails = []string{e}
+		}
 	}
 	switch q.Get("notice") {
 	case "saved":
@@ -157,13 +160,6 @@ func (s *Server) contactPage(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	d.Title = d.Name
 	s.page(w, r, "contact", d)
-}
-
-func nonEmptyList(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
 }
 
 // splitField splits a form field of several values (lines or commas).
