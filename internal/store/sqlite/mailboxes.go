@@ -66,7 +66,7 @@ func mailboxByID(w *wtx, id int64) (store.Mailbox, error) {
 // superior names (RFC 9051 §6.3.4: the server SHOULD create them). It fails
 // with ErrExists if the mailbox itself exists.
 func createMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mailbox, error) {
-	for _, p := range parentNames(name) {
+	for _, p := range store.ParentNames(name) {
 		if _, err := mailboxByName(w, accountID, p); errors.Is(err, store.ErrNotFound) {
 			if _, err := insertMailbox(w, accountID, p, store.SpecialNone); err != nil {
 				return store.Mailbox{}, err
@@ -134,7 +134,7 @@ func (s *Store) Mailboxes(ctx context.Context, accountID int64) ([]store.Mailbox
 }
 
 func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (store.Mailbox, error) {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return store.Mailbox{}, err
 	}
@@ -150,7 +150,7 @@ func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (stor
 }
 
 func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string) (store.MailboxStatus, error) {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return store.MailboxStatus{}, err
 	}
@@ -178,11 +178,11 @@ func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string)
 
 // CreateMailbox creates a mailbox and any missing superior names.
 func (s *Store) CreateMailbox(ctx context.Context, accountID int64, name, specialUse string) (store.Mailbox, error) {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return store.Mailbox{}, err
 	}
-	if !validSpecialUse(specialUse) {
+	if !store.ValidSpecialUse(specialUse) {
 		return store.Mailbox{}, fmt.Errorf("special-use %q: %w", specialUse, store.ErrInvalid)
 	}
 	var out store.Mailbox
@@ -200,7 +200,7 @@ func (s *Store) CreateMailbox(ctx context.Context, accountID int64, name, specia
 // DeleteMailbox removes a mailbox and its messages. INBOX, special-use
 // mailboxes and mailboxes with children fail with ErrMailboxInUse.
 func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string) error {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return err
 	}
@@ -270,11 +270,11 @@ func releaseMailboxMail(w *wtx, mailboxID int64) error {
 // its messages to a new mailbox and leaves INBOX empty; INBOX's children stay
 // (RFC 9051 §6.3.6). Missing superior names of the new name are created.
 func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to string) error {
-	f, err := normMailboxName(from)
+	f, err := store.NormalizeMailboxName(from)
 	if err != nil {
 		return err
 	}
-	t, err := normMailboxName(to)
+	t, err := store.NormalizeMailboxName(to)
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,7 @@ func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to str
 				return fmt.Errorf("rename mailbox: %w", err)
 			}
 		}
-		for _, p := range parentNames(t) {
+		for _, p := range store.ParentNames(t) {
 			if _, err := mailboxByName(w, accountID, p); errors.Is(err, store.ErrNotFound) {
 				if _, err := insertMailbox(w, accountID, p, store.SpecialNone); err != nil {
 					return err
@@ -377,7 +377,7 @@ func (s *Store) renameInbox(ctx context.Context, accountID int64, to string) err
 }
 
 func (s *Store) SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 			return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
 		}
 		it.Subject, it.From = subject, frm
-		it.Keywords = splitKeywords(kws)
+		it.Keywords = store.SplitKeywords(kws)
 		it.InternalDate = time.Unix(idate, 0)
 		if date.Valid {
 			z, ok := zones[offsetSecs]
