@@ -144,3 +144,12 @@ func NormalizeDomain(name string) (string, error) {
 	}
 	return d, nil
 }
+
+// ChildNameRange returns the bounds [lo, hi) of the names below a mailbox
+// in byte order (how both stores compare names): "a/" ≤ child < "a0", because '0'
+// follows '/'.
+func ChildNameRange(name string) (lo, hi string) {
+	sep := HierarchySeparator
+	last := sep[len(sep)-1]
+	return name + sep, name + sep[:len(sep)-1] + string(rune(last+1))
+}

@@ -216,7 +216,7 @@ func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string)
 			return fmt.Errorf("mailbox %q is special-use %s: %w", n, m.SpecialUse, store.ErrMailboxInUse)
 		}
 		var children int
-		lo, hi := childRange(n)
+		lo, hi := store.ChildNameRange(n)
 		if err := w.queryRow("SELECT count(*) FROM mailboxes WHERE account_id = ? AND name >= ? AND name < ?",
 			accountID, lo, hi).Scan(&children); err != nil {
 			return fmt.Errorf("count child mailboxes: %w", err)
@@ -241,15 +241,6 @@ func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string)
 		s.kickCollector()
 	}
 	return err
-}
-
-// childRange returns the bounds [lo, hi) of the names below a mailbox in
-// byte order (SQLite's BINARY collation): "a/" ≤ child < "a0", because '0'
-// follows '/'.
-func childRange(name string) (lo, hi string) {
-	sep := store.HierarchySeparator
-	last := sep[len(sep)-1]
-	return name + sep, name + sep[:len(sep)-1] + string(rune(last+1))
 }
 
 // releaseMailboxMail deletes every message row of a mailbox and decrements
@@ -293,7 +284,7 @@ func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to str
 			return err
 		}
 		// The mailbox and its children, old name → new name.
-		lo, hi := childRange(f)
+		lo, hi := store.ChildNameRange(f)
 		rows, err := w.query("SELECT id, name FROM mailboxes WHERE account_id = ? AND (name = ? OR (name >= ? AND name < ?))",
 			accountID, f, lo, hi)
 		if err != nil {

@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"pimail/internal/store"
+)
+
+// List views for the webmail (store.Lister), each one indexed query.
+
+// MailboxPage returns up to limit messages, newest first, after offset:
+// the primary key (mailbox_id, uid) walked backwards, so the cost is
+// offset+limit rows, not the mailbox size.
+func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit int) ([]store.ListItem, error) {
+	if offset < 0 || limit < 0 {
+		return nil, fmt.Errorf("mailbox page offset %d limit %d: %w", offset, limit, store.ErrInvalid)
+	}
+	if limit == 0 {
+		return nil, nil
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT m.uid, m.flags, m.keywords, m.internal_date, b.size,
+		i.subject, i.from_addr, i.to_addr, i.date, i.date_offset, i.has_attachment
+		FROM mail m JOIN blobs b ON b.id = m.blob_id JOIN blob_meta i ON i.blob_id = m.blob_id
+		WHERE m.mailbox_id = $1 ORDER BY m.uid DESC LIMIT $2 OFFSET $3`, mailboxID, limit, offset)
+	out := make([]store.ListItem, 0, min(limit, 200))
+	var (
+		it                store.ListItem
+		kws               string
+		idate             int64
+		date              *int64
+		offsetSecs        int32
+		subject, from, to []byte
+		zones             = map[int32]*time.Location{}
+	)
+	_, err := pgx.ForEachRow(rows, []any{&it.UID, &it.Flags, &kws, &idate, &it.Size, &subject, &from, &to, &date, &offsetSecs, &it.HasAttachment}, func() error {
+		item := it
+		item.Subject, item.From, item.To = string(subject), string(from), string(to)
+		item.Keywords = store.SplitKeywords(kws)
+		item.InternalDate = time.Unix(idate, 0)
+		item.Date = time.Time{}
+		if date != nil {
+			z, ok := zones[offsetSecs]
+			if !ok {
+				z = time.FixedZone("", int(offsetSecs))
+				zones[offsetSecs] = z
+			}
+			item.Date = time.Unix(*date, 0).In(z)
+		}
+		out = append(out, item)
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr(fmt.Errorf("mailbox page: %w", err))
+	}
+	return out, nil
+}
+
+// MailboxCounts returns the account's mailboxes with their counters, in
+// one pass over their rows.
+func (s *Store) MailboxCounts(ctx context.Context, accountID int64) ([]store.MailboxCount, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT mb.id, mb.account_id, mb.name, mb.special_use, mb.subscribed,
+		mb.uidvalidity, mb.uidnext, mb.highestmodseq,
+		count(m.uid), count(m.uid) FILTER (WHERE m.flags & $1 = 0)
+		FROM mailboxes mb LEFT JOIN mail m ON m.mailbox_id = mb.id
+		WHERE mb.account_id = $2 GROUP BY mb.id ORDER BY mb.name`, store.FlagSeen, accountID)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MailboxCount, error) {
+		var c store.MailboxCount
+		m := &c.Mailbox
+		err := r.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed,
+			&m.UIDValidity, &m.UIDNext, &m.HighestModSeq, &c.Messages, &c.Unseen)
+		return c, err
+	})
+	if err != nil {
+		return nil, storeErr(fmt.Errorf("mailbox counts: %w", err))
+	}
+	return out, nil
+}
