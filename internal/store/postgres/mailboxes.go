@@ -299,7 +299,7 @@ func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to str
 		rows, _ := w.query(`SELECT id, name FROM mailboxes WHERE account_id = $1 AND (name = $2 OR (name >= $3 AND name < $4))
 			ORDER BY name FOR UPDATE`, accountID, f, lo, hi)
 		type rename struct {
-			id         int64
+			id           int64
 			old, newName string
 		}
 		renames, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (rename, error) {

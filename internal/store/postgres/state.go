@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"pimail/internal/store"
 )
 
@@ -303,4 +302,3 @@ func (s *Store) JunkTrained(ctx context.Context, accountID, blobID int64) (spam,
 	}
 	return spam, true, nil
 }
-
