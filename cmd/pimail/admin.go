@@ -16,9 +16,9 @@ import (
 )
 
 // subcommands dispatches "pimail NOUN VERB ...".
-func subcommands(noun string, verbs map[string]func(dataDir string, args []string) error, args []string, argsUsage map[string]string) error {
+func subcommands(noun string, verbs map[string]func(loc storeLoc, args []string) error, args []string, argsUsage map[string]string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
+		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] [--database URL] ...\n\nverbs:\n", noun)
 		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota", "mta-sts"} {
 			if _, ok := verbs[v]; ok {
 				fmt.Fprintf(os.Stderr, "  %s %s %s\n", noun, v, argsUsage[v])
@@ -34,7 +34,7 @@ func subcommands(noun string, verbs map[string]func(dataDir string, args []strin
 		return usagef("unknown verb %q", args[0])
 	}
 	fs := newFlags(noun+" "+args[0], argsUsage[args[0]], "")
-	data := fs.String("data", defaultDataDir(), "data directory")
+	sf := addStoreFlags(fs)
 	var pw *string
 	var pwStdin *bool
 	if noun == "account" && (args[0] == "add" || args[0] == "passwd") {
@@ -52,7 +52,7 @@ func subcommands(noun string, verbs map[string]func(dataDir string, args []strin
 		}
 		pos = append(pos, p) // the verb takes the password as its last argument
 	}
-	return verb(*data, pos)
+	return verb(sf.loc(), pos)
 }
 
 func readPassword(flagValue string, fromStdin bool) (string, error) {
@@ -75,8 +75,8 @@ func readPassword(flagValue string, fromStdin bool) (string, error) {
 }
 
 // withStore opens the store, runs f, and closes the store.
-func withStore(dataDir string, f func(ctx context.Context, st store.Store) error) error {
-	st, err := openStore(dataDir, true)
+func withStore(loc storeLoc, f func(ctx context.Context, st store.Store) error) error {
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -91,13 +91,13 @@ func cmdDomain(args []string) error {
 		}
 		return normalizeDomain(pos[0])
 	}
-	return subcommands("domain", map[string]func(string, []string) error{
-		"add": func(dir string, pos []string) error {
+	return subcommands("domain", map[string]func(storeLoc, []string) error{
+		"add": func(loc storeLoc, pos []string) error {
 			d, err := one(pos)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if _, err := st.AddDomain(ctx, d); err != nil {
 					return fmt.Errorf("add domain %s: %w", d, err)
 				}
@@ -105,12 +105,12 @@ func cmdDomain(args []string) error {
 				return nil
 			})
 		},
-		"remove": func(dir string, pos []string) error {
+		"remove": func(loc storeLoc, pos []string) error {
 			d, err := one(pos)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.RemoveDomain(ctx, d); err != nil {
 					return fmt.Errorf("remove domain %s: %w", d, err)
 				}
@@ -118,8 +118,8 @@ func cmdDomain(args []string) error {
 				return nil
 			})
 		},
-		"list": func(dir string, pos []string) error {
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+		"list": func(loc storeLoc, pos []string) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				ds, err := st.Domains(ctx)
 				if err != nil {
 					return err
@@ -141,13 +141,13 @@ func cmdAccount(args []string) error {
 		}
 		return normalizeAddress(pos[0])
 	}
-	return subcommands("account", map[string]func(string, []string) error{
-		"add": func(dir string, pos []string) error {
+	return subcommands("account", map[string]func(storeLoc, []string) error{
+		"add": func(loc storeLoc, pos []string) error {
 			a, err := addr(pos, 2)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := addAccount(ctx, st, a, pos[1]); err != nil {
 					return err
 				}
@@ -155,12 +155,12 @@ func cmdAccount(args []string) error {
 				return nil
 			})
 		},
-		"passwd": func(dir string, pos []string) error {
+		"passwd": func(loc storeLoc, pos []string) error {
 			a, err := addr(pos, 2)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := setPassword(ctx, st, a, pos[1]); err != nil {
 					return err
 				}
@@ -168,12 +168,12 @@ func cmdAccount(args []string) error {
 				return nil
 			})
 		},
-		"remove": func(dir string, pos []string) error {
+		"remove": func(loc storeLoc, pos []string) error {
 			a, err := addr(pos, 1)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.RemoveAccount(ctx, a); err != nil {
 					return fmt.Errorf("remove account %s: %w", a, err)
 				}
@@ -184,8 +184,8 @@ func cmdAccount(args []string) error {
 		"admin":   setAdminVerb(addr, true),
 		"unadmin": setAdminVerb(addr, false),
 		"quota":   setQuotaVerb,
-		"list": func(dir string, pos []string) error {
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+		"list": func(loc storeLoc, pos []string) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				as, err := st.Accounts(ctx)
 				if err != nil {
 					return err
@@ -211,7 +211,7 @@ func cmdAccount(args []string) error {
 }
 
 // setQuotaVerb sets an account's storage limit (RFC 9208 STORAGE).
-func setQuotaVerb(dir string, pos []string) error {
+func setQuotaVerb(loc storeLoc, pos []string) error {
 	if len(pos) != 2 {
 		return usagef("want ADDRESS and SIZE")
 	}
@@ -223,7 +223,7 @@ func setQuotaVerb(dir string, pos []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	return withStore(dir, func(ctx context.Context, st store.Store) error {
+	return withStore(loc, func(ctx context.Context, st store.Store) error {
 		if err := st.SetQuota(ctx, a, n); err != nil {
 			return fmt.Errorf("set quota of %s: %w", a, err)
 		}
@@ -260,13 +260,13 @@ func parseSize(v string) (int64, error) {
 }
 
 // setAdminVerb grants or revokes the web admin.
-func setAdminVerb(addr func([]string, int) (string, error), admin bool) func(string, []string) error {
-	return func(dir string, pos []string) error {
+func setAdminVerb(addr func([]string, int) (string, error), admin bool) func(storeLoc, []string) error {
+	return func(loc storeLoc, pos []string) error {
 		a, err := addr(pos, 1)
 		if err != nil {
 			return err
 		}
-		return withStore(dir, func(ctx context.Context, st store.Store) error {
+		return withStore(loc, func(ctx context.Context, st store.Store) error {
 			if err := st.SetAdmin(ctx, a, admin); err != nil {
 				return fmt.Errorf("set admin of %s: %w", a, err)
 			}
@@ -277,8 +277,8 @@ func setAdminVerb(addr func([]string, int) (string, error), admin bool) func(str
 }
 
 func cmdAlias(args []string) error {
-	return subcommands("alias", map[string]func(string, []string) error{
-		"add": func(dir string, pos []string) error {
+	return subcommands("alias", map[string]func(storeLoc, []string) error{
+		"add": func(loc storeLoc, pos []string) error {
 			if len(pos) < 2 {
 				return usagef("want ADDRESS and at least one TARGET")
 			}
@@ -294,7 +294,7 @@ func cmdAlias(args []string) error {
 				}
 				targets = append(targets, n)
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.AddAlias(ctx, a, targets); err != nil {
 					if errors.Is(err, store.ErrNotFound) {
 						return fmt.Errorf("add alias %s: domain %s does not exist (pimail domain add)", a, domainOf(a))
@@ -305,7 +305,7 @@ func cmdAlias(args []string) error {
 				return nil
 			})
 		},
-		"remove": func(dir string, pos []string) error {
+		"remove": func(loc storeLoc, pos []string) error {
 			if len(pos) != 1 {
 				return usagef("want exactly one ADDRESS")
 			}
@@ -313,7 +313,7 @@ func cmdAlias(args []string) error {
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.RemoveAlias(ctx, a); err != nil {
 					return fmt.Errorf("remove alias %s: %w", a, err)
 				}
@@ -321,8 +321,8 @@ func cmdAlias(args []string) error {
 				return nil
 			})
 		},
-		"list": func(dir string, pos []string) error {
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+		"list": func(loc storeLoc, pos []string) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				as, err := st.Aliases(ctx)
 				if err != nil {
 					return err

@@ -31,11 +31,15 @@ message file it references (hard-linked when OUTDIR is on the same file
 system, else copied and checked), TLS files and import journals. The
 full-text index is not copied; it is rebuilt at start. See
 docs/upgrading.md.`)
-	data := fs.String("data", defaultDataDir(), "data directory")
+	sf := addStoreFlags(fs)
+	data := sf.data
 	copyFiles := fs.Bool("copy", false, "copy message files even where hard links are possible")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	if *sf.database != "" {
+		return usagef("the store is in PostgreSQL: back it up with PostgreSQL's tools (pg_dump, pg_basebackup; docs/deploy.md)")
 	}
 	if len(pos) != 1 {
 		return usagef("want exactly one OUTDIR")

@@ -56,14 +56,15 @@ func cmdImport(args []string) error {
 
 // importFlags are the flags every source takes.
 type importFlags struct {
-	data, account *string
-	maxSize       *int64
-	verbose       *bool
+	store   storeFlags
+	account *string
+	maxSize *int64
+	verbose *bool
 }
 
 func addImportFlags(fs *flag.FlagSet) importFlags {
 	return importFlags{
-		data:    fs.String("data", defaultDataDir(), "data directory"),
+		store:   addStoreFlags(fs),
 		account: fs.String("account", "", "address of the account to import into (required)"),
 		maxSize: fs.Int64("max-size", mailimport.DefaultMaxMessageSize, "skip messages larger than this many bytes"),
 		verbose: fs.Bool("verbose", false, "log every mailbox and skipped message"),
@@ -80,7 +81,7 @@ func runImport(f importFlags, fn func(ctx context.Context, im *mailimport.Import
 	if *f.verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	st, err := openStore(*f.data, true)
+	st, err := openAdminStore(f.store.loc())
 	if err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func importIMAP(args []string) error {
 	hostname, _, _ := net.SplitHostPort(addr)
 	src := mailimport.IMAPSource{
 		Addr: addr, User: *user, Password: password, Security: sec, Batch: *batch, Connections: *conns,
-		StatePath:  mailimport.IMAPStatePath(*f.data, *f.account, addr, *user),
+		StatePath:  mailimport.IMAPStatePath(*f.store.data, *f.account, addr, *user),
 		Reimport:   *reimport,
 		IncludeAll: *includeAll,
 		TLSConfig:  &tls.Config{ServerName: hostname, MinVersion: tls.VersionTLS12, InsecureSkipVerify: *skipVerify},

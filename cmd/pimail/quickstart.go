@@ -138,7 +138,7 @@ func quickstart(o quickstartOpts) error {
 	var notes []string
 	var records []dkim.Record
 	pwSet := false
-	err = withStore(o.data, func(ctx context.Context, st store.Store) error {
+	err = withStore(storeLoc{dir: o.data}, func(ctx context.Context, st store.Store) error {
 		var err error
 		notes, records, pwSet, err = setupDomain(ctx, st, o, pw)
 		return err

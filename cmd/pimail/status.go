@@ -27,7 +27,7 @@ const maxMetricsBody = 8 << 20
 func cmdStatus(args []string) error {
 	fs := newFlags("status", "", `Print what the store holds; with --metrics, also a summary of
 a running server's metrics (for example http://127.0.0.1:8080/metrics).`)
-	data := fs.String("data", defaultDataDir(), "data directory")
+	sf := addStoreFlags(fs)
 	url := fs.String("metrics", "", "URL of a running server's /metrics")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -39,8 +39,9 @@ a running server's metrics (for example http://127.0.0.1:8080/metrics).`)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Without a database there is nothing to count; do not create one.
-	if _, err := os.Stat(filepath.Join(*data, "pimail.db")); err == nil || *url == "" {
-		if err := printStoreStatus(ctx, *data); err != nil {
+	loc := sf.loc()
+	if _, err := os.Stat(filepath.Join(loc.dir, "pimail.db")); err == nil || loc.database != "" || *url == "" {
+		if err := printStoreStatus(ctx, loc); err != nil {
 			return err
 		}
 	}
@@ -50,8 +51,8 @@ a running server's metrics (for example http://127.0.0.1:8080/metrics).`)
 	return nil
 }
 
-func printStoreStatus(ctx context.Context, dir string) error {
-	st, err := openStore(dir, true)
+func printStoreStatus(ctx context.Context, loc storeLoc) error {
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,11 @@ func printStoreStatus(ctx context.Context, dir string) error {
 		return fmt.Errorf("list queue: %w", err)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "data directory\t%s\n", dir)
+	if loc.database != "" {
+		fmt.Fprintf(w, "database\t%s\n", redactURL(loc.database))
+	} else {
+		fmt.Fprintf(w, "data directory\t%s\n", loc.dir)
+	}
 	fmt.Fprintf(w, "domains\t%d\n", len(doms))
 	fmt.Fprintf(w, "accounts\t%d\n", s.Accounts)
 	fmt.Fprintf(w, "messages\t%d\n", s.Messages)
