@@ -29,6 +29,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "blackbox:", err)
 		return 1
 	}
+	defer stopPostgres()
 	return m.Run()
 }
 

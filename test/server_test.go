@@ -31,6 +31,9 @@ type Server struct {
 	SMTP   string // host:port
 	IMAP   string // host:port
 	Config string // path of a config file, or ""
+	// Database is the PostgreSQL URL of the store ("": SQLite in Data);
+	// NewServer sets it while onPostgres is on (postgres_test.go).
+	Database string
 
 	proc *serverProc
 }
@@ -48,6 +51,9 @@ type serverProc struct {
 func NewServer(t *testing.T, config string) *Server {
 	t.Helper()
 	s := &Server{t: t, Data: filepath.Join(t.TempDir(), "data")}
+	if onPostgres {
+		s.Database = postgresDatabase(t)
+	}
 	s.SMTP = freeAddr(t)
 	s.IMAP = freeAddr(t)
 	if config != "" {
@@ -77,6 +83,9 @@ func freeAddr(t *testing.T) string {
 func (s *Server) Admin(args ...string) string {
 	s.t.Helper()
 	args = append(args, "--data", s.Data)
+	if s.Database != "" {
+		args = append(args, "--database", s.Database)
+	}
 	return string(runTool(s.t, 2*time.Minute, "", nil, pimailBin, args...))
 }
 
@@ -110,6 +119,9 @@ func (s *Server) StartWith(l Listeners) {
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}
+	if s.Database != "" {
+		args = append(args, "--database", s.Database)
+	}
 	p := &serverProc{log: newLogWriter(), exited: make(chan struct{})}
 	p.cmd = exec.Command(pimailBin, args...)
 	p.cmd.Stdout = p.log
@@ -129,6 +141,9 @@ func (s *Server) StartWith(l Listeners) {
 		s.t.Fatalf("pimail serve exited before ready (%v):\n%s", p.cmd.ProcessState, p.log.tail(8000))
 	case <-time.After(readyTimeout):
 		s.t.Fatalf("pimail serve not ready after %v:\n%s", readyTimeout, p.log.tail(8000))
+	}
+	if _, err := os.Stat(filepath.Join(s.Data, "pimail.db")); s.Database != "" && err == nil {
+		s.t.Fatalf("serve --database %s made an SQLite database in %s", s.Database, s.Data)
 	}
 }
 
