@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -82,10 +81,8 @@ func (s *Store) Append(ctx context.Context, mailboxID int64, raw []byte, flags s
 	return out[0], nil
 }
 
-// storeMessage stores the blob and a mail row per target in one
-// transaction. The blob goes first, so that a mailbox is locked only for
-// the few statements of its rows; mailboxes are locked in (account,
-// name) order.
+// storeMessage stores the blob and a mail row per target, in the next
+// transaction of the batcher (batch.go), and waits for its commit.
 func (s *Store) storeMessage(ctx context.Context, raw []byte, parsed *message.Parsed, idate time.Time, targets []target) ([]store.Delivered, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("empty message: %w", store.ErrInvalid)
@@ -93,36 +90,11 @@ func (s *Store) storeMessage(ctx context.Context, raw []byte, parsed *message.Pa
 	if idate.IsZero() {
 		idate = time.Now()
 	}
-	nb := prepareBlob(raw, parsed)
-	order := make([]int, len(targets))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		ta, tb := targets[a], targets[b]
-		return cmp.Or(cmp.Compare(ta.accountID, tb.accountID), cmp.Compare(ta.name, tb.name), cmp.Compare(ta.mailboxID, tb.mailboxID))
-	})
-	out := make([]store.Delivered, len(targets))
-	err := s.write(ctx, func(w *wtx) error {
-		blobID, err := ensureBlob(w, nb, len(targets))
-		if err != nil {
-			return err
-		}
-		usage := map[int64]int64{}
-		for _, i := range order {
-			d, err := insertMessage(w, targets[i], blobID, idate.Unix())
-			if err != nil {
-				return err
-			}
-			out[i] = d
-			usage[d.AccountID] += int64(len(raw))
-		}
-		return addUsages(w, usage)
-	})
-	if err != nil {
+	r := &storeReq{ctx: ctx, nb: prepareBlob(raw, parsed), idate: idate.Unix(), targets: targets, done: make(chan error, 1)}
+	if err := s.submit(r); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return r.out, nil
 }
 
 // addUsages charges accounts, in ID order.
@@ -140,39 +112,107 @@ func addUsages(w *wtx, usage map[int64]int64) error {
 	return nil
 }
 
-// ensureBlob returns the blob row for the content with refs references
-// added: a new row with refcount refs (and its data, parse and search
-// text), or refs more on the row of the same content stored before. The
-// collector deletes only rows whose count is zero, under the row's lock,
-// so the update either finds the row and keeps it, or finds it gone and
-// the content is inserted again.
+// ensureBlob is ensureBlobs for one blob.
 func ensureBlob(w *wtx, nb *newBlob, refs int) (int64, error) {
-	for range 5 {
-		var id int64
-		err := w.queryRow("INSERT INTO blobs (sha256, size, refcount) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING RETURNING id",
-			nb.sha, len(nb.raw), refs).Scan(&id)
-		if err == nil {
-			return id, insertBlobRows(w, id, nb)
-		}
-		if !noRows(err) {
-			return 0, fmt.Errorf("insert blob: %w", err)
-		}
-		err = w.queryRow("UPDATE blobs SET refcount = refcount + $1 WHERE sha256 = $2 RETURNING id", refs, nb.sha).Scan(&id)
-		if err == nil {
-			return id, nil
-		}
-		if !noRows(err) {
-			return 0, fmt.Errorf("count blob references: %w", err)
-		}
-		// Collected between the two statements: insert it again.
+	ids, err := ensureBlobs(w, []*newBlob{nb}, []int{refs})
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("blob %x: inserted and collected again and again", nb.sha)
+	return ids[0], nil
 }
 
-// insertBlobRows writes what a new blob needs besides its row, in one
-// round trip: the bytes, the decoded header fields and parse that FETCH
-// and the list views read, and the text SEARCH matches.
-func insertBlobRows(w *wtx, id int64, nb *newBlob) error {
+// ensureBlobs returns the blob rows for the contents with refs[i]
+// references added to the row of nbs[i]: a new row with that count (and
+// its data, parse and search text), or as many more on the row of the
+// same content stored before. The collector deletes only rows whose
+// count is zero, under the row's lock, so the update either finds the
+// row and keeps it, or finds it gone and the content is inserted again.
+func ensureBlobs(w *wtx, nbs []*newBlob, refs []int) ([]int64, error) {
+	type entry struct {
+		nb   *newBlob
+		refs int
+		id   int64
+	}
+	bySHA := map[string]*entry{}
+	var entries []*entry
+	for i, nb := range nbs {
+		e := bySHA[string(nb.sha)]
+		if e == nil {
+			e = &entry{nb: nb}
+			bySHA[string(nb.sha)] = e
+			entries = append(entries, e)
+		}
+		e.refs += refs[i]
+	}
+	for range 5 {
+		var shas [][]byte
+		var sizes []int64
+		var counts []int32
+		for _, e := range entries {
+			if e.id == 0 {
+				shas, sizes, counts = append(shas, e.nb.sha), append(sizes, int64(len(e.nb.raw))), append(counts, int32(e.refs))
+			}
+		}
+		if len(shas) == 0 {
+			break
+		}
+		rows, _ := w.query(`INSERT INTO blobs (sha256, size, refcount) SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::integer[])
+			ON CONFLICT (sha256) DO NOTHING RETURNING id, sha256`, shas, sizes, counts)
+		var id int64
+		var sha []byte
+		var fresh []*entry
+		if _, err := pgx.ForEachRow(rows, []any{&id, &sha}, func() error {
+			e := bySHA[string(sha)]
+			e.id = id
+			fresh = append(fresh, e)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("insert blobs: %w", err)
+		}
+		var b pgx.Batch
+		for _, e := range fresh {
+			if err := queueBlobRows(&b, e.id, e.nb); err != nil {
+				return nil, err
+			}
+		}
+		if b.Len() > 0 {
+			if err := w.SendBatch(w.ctx, &b).Close(); err != nil {
+				return nil, fmt.Errorf("insert blob rows: %w", err)
+			}
+		}
+		// The others are stored already: count the references.
+		shas, counts = shas[:0], counts[:0]
+		for _, e := range entries {
+			if e.id == 0 {
+				shas, counts = append(shas, e.nb.sha), append(counts, int32(e.refs))
+			}
+		}
+		if len(shas) == 0 {
+			break
+		}
+		rows, _ = w.query(`UPDATE blobs SET refcount = refcount + u.n FROM unnest($1::bytea[], $2::integer[]) AS u(sha, n)
+			WHERE blobs.sha256 = u.sha RETURNING blobs.id, blobs.sha256`, shas, counts)
+		if _, err := pgx.ForEachRow(rows, []any{&id, &sha}, func() error {
+			bySHA[string(sha)].id = id
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("count blob references: %w", err)
+		}
+		// Any left were collected between the two statements: again.
+	}
+	ids := make([]int64, len(nbs))
+	for i, nb := range nbs {
+		if ids[i] = bySHA[string(nb.sha)].id; ids[i] == 0 {
+			return nil, fmt.Errorf("blob %x: inserted and collected again and again", nb.sha)
+		}
+	}
+	return ids, nil
+}
+
+// queueBlobRows queues what a new blob needs besides its row: the bytes,
+// the decoded header fields and parse that FETCH and the list views
+// read, and the text SEARCH matches.
+func queueBlobRows(b *pgx.Batch, id int64, nb *newBlob) error {
 	p := nb.parsed
 	pj, err := json.Marshal(p)
 	if err != nil {
@@ -191,7 +231,6 @@ func insertBlobRows(w *wtx, id int64, nb *newBlob) error {
 	}
 	lc := func(s string) []byte { return []byte(strings.ToLower(s)) }
 	text := store.ExtractSearchableText(nb.raw, p)
-	var b pgx.Batch
 	b.Queue(`INSERT INTO blob_meta (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr,
 		subject_lc, from_lc, to_lc, cc_lc, bcc_lc, date, date_offset, refs, parsed, envelope, header, has_attachment)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
@@ -200,9 +239,6 @@ func insertBlobRows(w *wtx, id int64, nb *newBlob) error {
 		[]byte(strings.Join(p.References, " ")), pj, envcodec.Encode(&p.Envelope), nonNil(header), hasAttachment(p))
 	b.Queue("INSERT INTO blob_data (blob_id, raw) VALUES ($1, $2)", id, nb.raw)
 	b.Queue("INSERT INTO blob_text (blob_id, header, body) VALUES ($1, $2, $3)", id, searchText(text.Header), searchText(text.Body))
-	if err := w.SendBatch(w.ctx, &b).Close(); err != nil {
-		return fmt.Errorf("insert blob %d: %w", id, err)
-	}
 	return nil
 }
 
@@ -238,56 +274,6 @@ func searchText(s string) string {
 	return strings.ReplaceAll(s, "\x00", nulStandIn)
 }
 
-// insertMessage adds one mail row for a target: next UID, next MODSEQ.
-func insertMessage(w *wtx, t target, blobID, idate int64) (store.Delivered, error) {
-	mb, uid, modseq, err := claimSlot(w, t)
-	if isNotFound(err) && t.mailboxID == 0 {
-		if err := accountExists(w, t.accountID); err != nil {
-			return store.Delivered{}, err
-		}
-		if _, err := createMailbox(w, t.accountID, t.name, store.SpecialNone); err != nil && !isExists(err) {
-			return store.Delivered{}, err
-		}
-		mb, uid, modseq, err = claimSlot(w, t)
-	}
-	if err != nil {
-		return store.Delivered{}, err
-	}
-	if _, err := w.exec(`INSERT INTO mail (mailbox_id, uid, modseq, created_modseq, flags, keywords, internal_date, blob_id)
-		VALUES ($1, $2, $3, $3, $4, $5, $6, $7)`,
-		mb.ID, uid, modseq, int32(t.flags), store.JoinKeywords(t.keywords), idate, blobID); err != nil {
-		return store.Delivered{}, fmt.Errorf("insert message: %w", err)
-	}
-	w.publish(mb.AccountID, mb.ID)
-	return store.Delivered{AccountID: mb.AccountID, MailboxID: mb.ID, UIDValidity: mb.UIDValidity, UID: uid}, nil
-}
-
-// claimSlot takes the next UID and the next MODSEQ of the target's
-// mailbox in one statement, which also locks the mailbox until the
-// commit: the new message's UID is the old UIDNEXT (RFC 9051 §2.3.1.1),
-// its MODSEQ the new HIGHESTMODSEQ (RFC 7162 §3.1.1).
-func claimSlot(w *wtx, t target) (mb store.Mailbox, uid uint32, modseq uint64, err error) {
-	const q = "UPDATE mailboxes SET uidnext = uidnext + 1, highestmodseq = highestmodseq + 1 WHERE "
-	const ret = " RETURNING id, account_id, uidvalidity, uidnext, highestmodseq"
-	var row pgx.Row
-	if t.mailboxID != 0 {
-		row = w.queryRow(q+"id = $1"+ret, t.mailboxID)
-	} else {
-		row = w.queryRow(q+"account_id = $1 AND name = $2"+ret, t.accountID, t.name)
-	}
-	var next int64
-	err = row.Scan(&mb.ID, &mb.AccountID, &mb.UIDValidity, &next, &modseq)
-	switch {
-	case noRows(err):
-		return mb, 0, 0, fmt.Errorf("mailbox %d %q of account %d: %w", t.mailboxID, t.name, t.accountID, store.ErrNotFound)
-	case err != nil:
-		return mb, 0, 0, fmt.Errorf("take a uid: %w", err)
-	case next > maxUID+1:
-		return mb, 0, 0, fmt.Errorf("mailbox %d: UID space exhausted: %w", mb.ID, store.ErrInvalid)
-	}
-	return mb, uint32(next - 1), modseq, nil
-}
-
 // accountExists checks the account inside a transaction.
 func accountExists(w *wtx, accountID int64) error {
 	var ok bool
@@ -302,13 +288,12 @@ func accountExists(w *wtx, accountID int64) error {
 
 // AppendBatch stores several messages into one mailbox in one
 // transaction (IMAP MULTIAPPEND, RFC 3502: all or none), with
-// consecutive UIDs in the order of msgs and one MODSEQ.
+// consecutive UIDs in the order of msgs.
 func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.AppendMessage) ([]store.Delivered, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("append batch without messages: %w", store.ErrInvalid)
 	}
-	rows := make([]mailRow, len(msgs))
-	nbs := make([]*newBlob, len(msgs))
+	reqs := make([]*storeReq, len(msgs))
 	now := time.Now()
 	for i, m := range msgs {
 		if len(m.Raw) == 0 {
@@ -322,40 +307,15 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 		if idate.IsZero() {
 			idate = now
 		}
-		rows[i] = mailRow{flags: m.Flags & store.AllFlags, keywords: kws, idate: idate.Unix(), size: int64(len(m.Raw))}
-		nbs[i] = prepareBlob(m.Raw, nil)
+		reqs[i] = &storeReq{nb: prepareBlob(m.Raw, nil), idate: idate.Unix(),
+			targets: []target{{mailboxID: mailboxID, flags: m.Flags & store.AllFlags, keywords: kws}}}
 	}
-	var out []store.Delivered
-	err := s.write(ctx, func(w *wtx) error {
-		for i, nb := range nbs {
-			var err error
-			if rows[i].blobID, err = ensureBlob(w, nb, 1); err != nil {
-				return err
-			}
-		}
-		mb, err := lockMailbox(w, mailboxID, 0, "")
-		if err != nil {
-			return err
-		}
-		res, err := insertMail(w, rows, mb)
-		if err != nil {
-			return err
-		}
-		var size int64
-		for _, r := range rows {
-			size += r.size
-		}
-		if err := addUsage(w, mb.AccountID, size); err != nil {
-			return err
-		}
-		out = make([]store.Delivered, 0, len(rows))
-		for _, uid := range res.DestUIDs {
-			out = append(out, store.Delivered{AccountID: mb.AccountID, MailboxID: mb.ID, UIDValidity: mb.UIDValidity, UID: uid})
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.write(ctx, func(w *wtx) error { return storeBatch(w, reqs) }); err != nil {
 		return nil, err
+	}
+	out := make([]store.Delivered, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.out[0]
 	}
 	return out, nil
 }

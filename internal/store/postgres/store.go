@@ -81,6 +81,12 @@ type Store struct {
 	feed *changefeed.Feed
 	// collect kicks the collector (capacity 1).
 	collect chan struct{}
+	// batchQ feeds the batcher (batch.go).
+	batchQ chan *storeReq
+	// The notifier's pending events and its wake-up (feed.go).
+	notifyMu      sync.Mutex
+	notifyPending map[store.Event]struct{}
+	notifyWake    chan struct{}
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -115,6 +121,7 @@ func Open(url string, opts Options) (*Store, error) {
 		node:    newNodeID(),
 		feed:    changefeed.New(),
 		collect: make(chan struct{}, 1),
+		batchQ:  make(chan *storeReq, maxBatch),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
@@ -133,6 +140,8 @@ func Open(url string, opts Options) (*Store, error) {
 		s.cancel()
 		return nil, err
 	}
+	s.wg.Add(1)
+	go s.batcher()
 	if !opts.Admin && opts.CollectInterval > 0 {
 		s.wg.Add(1)
 		go s.collector()
@@ -226,6 +235,7 @@ func (s *Store) runTx(ctx context.Context, relaxed bool, fn func(w *wtx) error) 
 			for _, ev := range events {
 				s.feed.Publish(ev)
 			}
+			s.notify(events)
 			return nil
 		}
 		if !retryable(err) || attempt == maxTxAttempts || ctx.Err() != nil {
@@ -249,9 +259,6 @@ func (s *Store) tryTx(ctx context.Context, relaxed bool, fn func(w *wtx) error) 
 	}
 	w := &wtx{Tx: tx, ctx: ctx}
 	if err := fn(w); err != nil {
-		return nil, err
-	}
-	if err := s.notify(w); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
