@@ -68,6 +68,20 @@ func NewServer(t *testing.T, config string) *Server {
 	return s
 }
 
+// Node returns another node on s's PostgreSQL database: a server with a
+// data directory and ports of its own and the same store (cluster_test.go).
+func (s *Server) Node() *Server {
+	s.t.Helper()
+	if s.Database == "" {
+		s.t.Fatal("Node of a server without a database")
+	}
+	n := &Server{t: s.t, Data: filepath.Join(s.t.TempDir(), "data"), Config: s.Config, Database: s.Database}
+	n.SMTP = freeAddr(s.t)
+	n.IMAP = freeAddr(s.t)
+	s.t.Cleanup(n.cleanup)
+	return n
+}
+
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
