@@ -82,4 +82,3 @@ func TestOnPostgres(t *testing.T) {
 		})
 	}
 }
-

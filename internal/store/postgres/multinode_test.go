@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"pimail/internal/store"
 	"pimail/internal/store/storetest"
 )
@@ -347,4 +346,3 @@ func TestBlobCollectedWhileDelivered(t *testing.T) {
 		}
 	}
 }
-
