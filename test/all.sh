@@ -34,6 +34,14 @@ install_clients() {
 	command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 	command -v offlineimap >/dev/null 2>&1 || missing+=(offlineimap3)
 	[[ -x /usr/sbin/postfix ]] || missing+=(postfix)
+	# Mail authentication judges (issue 22): the RFC 7208 suite ships
+	# in python3-spf's doc directory; dkimpy (with nacl for Ed25519 and
+	# dnspython), Mail::DKIM and both Authentication-Results parsers.
+	[[ -f /usr/share/doc/python3-spf/rfc7208-tests.yml.gz ]] || missing+=(python3-spf)
+	/usr/bin/python3 -c 'import dkim, nacl, dns.resolver' 2>/dev/null || missing+=(python3-dkim python3-nacl python3-dnspython)
+	/usr/bin/python3 -c 'import authres' 2>/dev/null || missing+=(python3-authres)
+	perl -MMail::DKIM -e 1 2>/dev/null || missing+=(libmail-dkim-perl)
+	perl -MMail::AuthenticationResults::Parser -e 1 2>/dev/null || missing+=(libmail-authenticationresults-perl)
 	command -v sieve-connect >/dev/null 2>&1 || missing+=(sieve-connect)
 	if ((${#missing[@]} == 0)); then
 		echo "client tools present"

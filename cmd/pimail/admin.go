@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"pimail/internal/message"
 	"pimail/internal/password"
 	"pimail/internal/store"
 )
@@ -297,7 +298,7 @@ func cmdAlias(args []string) error {
 			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.AddAlias(ctx, a, targets); err != nil {
 					if errors.Is(err, store.ErrNotFound) {
-						return fmt.Errorf("add alias %s: domain %s does not exist (pimail domain add)", a, domainOf(a))
+						return fmt.Errorf("add alias %s: domain %s does not exist (pimail domain add)", a, message.DomainOf(a))
 					}
 					return fmt.Errorf("add alias %s: %w", a, err)
 				}
@@ -353,7 +354,7 @@ func addAccount(ctx context.Context, st accountWriter, address, pw string) error
 	}
 	if _, err := st.AddAccount(ctx, address, hash); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", address, domainOf(address))
+			return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", address, message.DomainOf(address))
 		}
 		return fmt.Errorf("add account %s: %w", address, err)
 	}
@@ -416,5 +417,3 @@ func normalizeAliasAddress(a string) (string, error) {
 	}
 	return normalizeAddress(a)
 }
-
-func domainOf(a string) string { return a[strings.LastIndexByte(a, '@')+1:] }

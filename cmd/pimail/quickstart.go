@@ -18,6 +18,7 @@ import (
 	"pimail/internal/config"
 	"pimail/internal/dkim"
 	"pimail/internal/dnscheck"
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
@@ -74,7 +75,7 @@ func (o *quickstartOpts) check(address, ips string) error {
 	if o.address, err = normalizeAddress(address); err != nil {
 		return err
 	}
-	o.domain = domainOf(o.address)
+	o.domain = message.DomainOf(o.address)
 	if o.hostname == "" {
 		o.hostname = "mail." + o.domain
 	}

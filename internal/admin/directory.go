@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"pimail/internal/message"
 	"pimail/internal/password"
 	"pimail/internal/store"
 )
@@ -38,7 +39,7 @@ func (s *Server) renderDomains(w http.ResponseWriter, r *http.Request, sess *ses
 			}
 		}
 		for _, a := range dir.Aliases {
-			if domainOf(a.Address) == d.Name {
+			if message.DomainOf(a.Address) == d.Name {
 				row.Aliases++
 			}
 		}
@@ -84,13 +85,6 @@ func (s *Server) actionFailed(w http.ResponseWriter, r *http.Request, sess *sess
 		return
 	}
 	s.httpError(w, r, http.StatusInternalServerError, "The change could not be saved.", err)
-}
-
-func domainOf(addr string) string {
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return addr[i+1:]
-	}
-	return ""
 }
 
 // ---- accounts ----

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
@@ -48,6 +49,13 @@ func (s *Server) logPage(w http.ResponseWriter, r *http.Request, sess *session) 
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The delivery log could not be searched.", err)
 		return
+	}
+	// Subjects, addresses and reasons came with mail: shown through
+	// message.Visible, so no control or bidi character reaches the page.
+	for i := range entries {
+		e := &entries[i]
+		e.Subject, e.From, e.To = message.Visible(e.Subject), message.Visible(e.From), message.Visible(e.To)
+		e.Reason, e.MessageID = message.Visible(e.Reason), message.Visible(e.MessageID)
 	}
 	d := logData{Query: text, Result: string(res), Results: allResults, Entries: entries}
 	if len(entries) == logPageSize {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -421,4 +422,22 @@ func TestLogPageFlushesTheLogger(t *testing.T) {
 	if _, body := c.get("/admin/log"); !strings.Contains(body, ">buffered entry.<") {
 		t.Fatalf("log page without the buffered entry:\n%s", body)
 	}
+}
+
+// TestDeliveryLogControlCharacters: control and bidi characters in a
+// logged subject and sender are shown marked, not raw (issue 22).
+func TestDeliveryLogControlCharacters(t *testing.T) {
+	f := newFixture(t)
+	c := f.adminClient(t)
+	logEntries(t, f.st, store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
+		From: "ceo\u202e@evil.example", To: "user@example.com", Subject: "invoice\u202efdp.exe \x1b[2J", Reason: "250 ok"})
+	code, body := c.get("/admin/log")
+	if code != http.StatusOK {
+		t.Fatal(code)
+	}
+	body = html.UnescapeString(body)
+	if strings.ContainsAny(body, "\u202e\x1b") {
+		t.Fatalf("raw control or bidi character on the page")
+	}
+	mustContain(t, body, "invoice[U+202E]fdp.exe [U+001B][2J", "ceo[U+202E]@evil.example")
 }

@@ -103,8 +103,9 @@ type Pipeline struct {
 	quotaPermanent bool
 	// fwd sends mail on to remote alias targets (the outbound queue),
 	// with envelope senders rewritten by srs; see WithForwarding.
-	fwd Forwarder
-	srs *SRS
+	fwd    Forwarder
+	srs    *SRS
+	sealer Sealer // ARC for forwarded mail; see WithARC
 	// sieve runs the users' Sieve scripts; see WithSieve.
 	sieve *sieveStep
 }
@@ -191,12 +192,17 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 			}
 		}
+		if err := checkHeaderFields(log, env, raw); err != nil {
+			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
+		}
 		if p.filters.enabled() {
 			if err := p.runFilters(ctx, log, env, tgt.accounts, full, parsed, authRes, outcome); err != nil {
 				return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 			}
 		}
 		full = insertHeaders(full, parsed, outcome.headers)
+	} else if err := checkHeaderFields(log, env, raw); err != nil {
+		return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 	}
 
 	// Forwarding (forward.go): remote alias targets get the message as
@@ -205,7 +211,7 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	// fail, the sender's retry may duplicate the forwarded copy, but
 	// nothing is lost.
 	if len(tgt.remote) > 0 {
-		if err := p.forward(ctx, log, env, tgt, received); err != nil {
+		if err := p.forward(ctx, log, env, tgt, received, authRes); err != nil {
 			return nil, fmt.Errorf("deliver %s: %w", env.ID, err)
 		}
 		if len(tgt.accounts) == 0 {
@@ -290,6 +296,19 @@ func (p *Pipeline) Deliver(ctx context.Context, env Envelope, raw []byte) ([]sto
 	return delivered, nil
 }
 
+// checkHeaderFields refuses a header over the toolkit's limit rather
+// than have any reader see part of it: below the limit the filters, the
+// index, IMAP and the webmail read every field. It runs after sender
+// authentication, which reads every field whatever their number, so a
+// forgery gets DMARC's refusal, not this one (RFC 3463 X.6.0).
+func checkHeaderFields(log *slog.Logger, env Envelope, raw []byte) error {
+	if message.CountFields(raw, message.MaxHeaderFields) <= message.MaxHeaderFields {
+		return nil
+	}
+	log.Info("message refused: too many header fields", "from", env.MailFrom, "ip", env.RemoteIP)
+	return errHeaderFields
+}
+
 // resolve expands the envelope recipients to local accounts and remote
 // targets, each once. Recipients that no longer resolve are logged and
 // skipped: the directory is the truth at delivery time.
@@ -315,7 +334,7 @@ func (p *Pipeline) resolve(log *slog.Logger, recipients []string) target {
 		}
 		for _, addr := range r.Remote {
 			if t.fwdDomain == "" {
-				t.fwdDomain = domainOf(rcpt)
+				t.fwdDomain = message.DomainOf(rcpt)
 			}
 			if !seenRemote[addr] {
 				seenRemote[addr] = true

@@ -1,13 +1,14 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 
+	"pimail/internal/arc"
 	"pimail/internal/directory"
+	"pimail/internal/message"
+	"pimail/internal/msgauth"
 	"pimail/internal/store"
 )
 
@@ -15,6 +16,20 @@ import (
 // (internal/queue) is one. It returns once the message is on disk.
 type Forwarder interface {
 	Forward(ctx context.Context, from string, rcpts []string, raw []byte) error
+}
+
+// Sealer adds an ARC set (RFC 8617) to a message forwarded for a local
+// domain, carrying this server's authentication results to the next
+// receiver; arc.Sealer is one.
+type Sealer interface {
+	Seal(ctx context.Context, domain string, raw []byte, authResults string, chain arc.Result) ([]byte, error)
+}
+
+// WithARC seals forwarded mail that was authenticated here (see Sealer).
+// Call it before the pipeline is used.
+func (p *Pipeline) WithARC(s Sealer) *Pipeline {
+	p.sealer = s
+	return p
 }
 
 // WithForwarding turns on alias forwarding to remote targets: such
@@ -38,7 +53,7 @@ func (p *Pipeline) Forwards() bool { return p.fwd != nil }
 // mail find their way back. An SRS address that fails its check is
 // resolved like any other address (usually 550 5.1.1).
 func (p *Pipeline) Resolve(address string) (directory.Resolution, error) {
-	if p.srs != nil && p.fwd != nil && IsSRS(address) && p.dir.IsLocalDomain(domainOf(address)) {
+	if p.srs != nil && p.fwd != nil && IsSRS(address) && p.dir.IsLocalDomain(message.DomainOf(address)) {
 		orig, err := p.srs.Reverse(address)
 		if err == nil {
 			return directory.Resolution{Remote: []string{orig}}, nil
@@ -57,34 +72,41 @@ const MaxHops = 50
 // is "routing loop detected" (RFC 3463).
 var errLoop = &RejectError{Code: 554, Enhanced: [3]int{5, 4, 6}, Message: "Too many hops: mail loop detected", Reason: "loop"}
 
+// errHeaderFields refuses a message with more header fields than
+// message.MaxHeaderFields (RFC 3463 X.6.0, other media error).
+var errHeaderFields = &RejectError{Code: 554, Enhanced: [3]int{5, 6, 0},
+	Message: fmt.Sprintf("Message header has more than %d fields", message.MaxHeaderFields), Reason: "header fields"}
+
 // countReceived counts the Received fields in the header of raw.
 func countReceived(raw []byte) int {
 	n := 0
-	for len(raw) > 0 {
-		line := raw
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i+1], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 {
-			break // end of the header
-		}
-		if len(line) >= 9 && bytes.EqualFold(line[:9], []byte("Received:")) {
+	message.ScanFields(raw, func(f message.RawField) bool {
+		if f.Is("Received") {
 			n++
 		}
-	}
+		return true
+	})
 	return n
 }
 
 // forward queues raw, the message as received, for the remote targets of
 // tgt. The envelope sender is rewritten with SRS unless it is null (a
 // bounce stays a bounce) or already at a local domain (this server's SPF
-// covers it).
-func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, tgt target, raw []byte) error {
+// covers it). A message authenticated here (auth not nil) is ARC-sealed
+// by the alias's domain first, so the next receiver sees the SPF, DKIM
+// and DMARC results from before the envelope changed.
+func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, tgt target, raw []byte, auth *msgauth.Result) error {
 	from := env.MailFrom
-	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(domainOf(from)) {
+	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(message.DomainOf(from)) {
 		from = p.srs.Forward(from, tgt.fwdDomain)
+	}
+	if p.sealer != nil && auth != nil && tgt.fwdDomain != "" {
+		sealed, err := p.sealer.Seal(ctx, tgt.fwdDomain, raw, auth.Header, auth.ARC)
+		if err != nil {
+			log.Warn("ARC sealing failed; forwarding unsealed", "domain", tgt.fwdDomain, "err", err)
+		} else {
+			raw = sealed
+		}
 	}
 	if err := p.fwd.Forward(ctx, from, tgt.remote, raw); err != nil {
 		return fmt.Errorf("forward: %w", err)
@@ -93,13 +115,4 @@ func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, 
 	p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
 		From: env.MailFrom, RemoteIP: env.RemoteIP, Reason: "250 " + env.ID + " forwarded"}, env.Recipients)
 	return nil
-}
-
-// domainOf returns the lower-cased domain of an address ("" without @).
-func domainOf(addr string) string {
-	i := strings.LastIndexByte(addr, '@')
-	if i < 0 {
-		return ""
-	}
-	return strings.ToLower(addr[i+1:])
 }

@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -292,7 +291,7 @@ func (p *Pipeline) fileinto(ctx context.Context, log *slog.Logger, def store.Rec
 // loop control stopped it (the caller keeps the message); a queue failure
 // is logged and also keeps it, so nothing is lost.
 func (p *Pipeline) redirect(ctx context.Context, log *slog.Logger, m sieveMessage, account string, to []string) bool {
-	for _, f := range message.HeaderFields(headerOf(m.received)) {
+	for _, f := range message.HeaderFields(m.received) {
 		if strings.EqualFold(f.Name, redirectedHeader) && strings.EqualFold(f.Unfolded(), account) {
 			log.Warn("sieve redirect loop: the message was redirected by this account before; kept", "account", account, "to", to)
 			return false
@@ -304,8 +303,8 @@ func (p *Pipeline) redirect(ctx context.Context, log *slog.Logger, m sieveMessag
 	}
 	raw := append([]byte(redirectedHeader+": "+account+"\r\n"), m.received...)
 	from := m.env.MailFrom
-	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(domainOf(from)) {
-		from = p.srs.Forward(from, domainOf(account)) // SRS, as for alias forwarding
+	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(message.DomainOf(from)) {
+		from = p.srs.Forward(from, message.DomainOf(account)) // SRS, as for alias forwarding
 	}
 	if err := p.sendOn(ctx, from, to, raw); err != nil {
 		log.Error("sieve redirect failed; message kept", "account", account, "to", to, "err", err)
@@ -321,7 +320,7 @@ func (p *Pipeline) redirect(ctx context.Context, log *slog.Logger, m sieveMessag
 func (p *Pipeline) sendOn(ctx context.Context, from string, rcpts []string, raw []byte) error {
 	var local, remote []string
 	for _, r := range rcpts {
-		if p.dir.IsLocalDomain(domainOf(r)) {
+		if p.dir.IsLocalDomain(message.DomainOf(r)) {
 			local = append(local, r)
 		} else {
 			remote = append(remote, r)
@@ -415,12 +414,4 @@ func (p *Pipeline) rejectionNotice(log *slog.Logger, m sieveMessage, account str
 	log.Info("sieve reject: notice sent to the sender", "account", account, "from", m.env.MailFrom)
 	return sieveReply{account: account, to: m.env.MailFrom,
 		raw: rejectionMessage(account, m.env.MailFrom, a, m.full, m.parsed, p.now())}, true
-}
-
-// headerOf is the header block of raw (up to the blank line).
-func headerOf(raw []byte) []byte {
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		return raw[:i+2]
-	}
-	return raw
 }

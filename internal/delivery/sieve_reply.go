@@ -61,7 +61,7 @@ func smtpReason(reason string) string {
 // replyHeader starts an automatic message (RFC 3834 §5: Auto-Submitted
 // keeps other responders from answering it).
 func replyHeader(b *bytes.Buffer, from, to, subject string, now time.Time) {
-	domain := domainOf(from)
+	domain := message.DomainOf(from)
 	if domain == "" {
 		domain = "localhost"
 	}
@@ -141,13 +141,13 @@ func writeTextBody(b *bytes.Buffer, text string) {
 func rejectionMessage(account, sender string, a sieve.Action, full []byte, parsed *message.Parsed, now time.Time) []byte {
 	const boundary = "pimail-reject-boundary"
 	var b bytes.Buffer
-	replyHeader(&b, "postmaster@"+domainOf(account), sender, "Message refused: "+message.DecodeHeaderValue(parsed.Envelope.Subject), now)
+	replyHeader(&b, "postmaster@"+message.DomainOf(account), sender, "Message refused: "+message.DecodeHeaderValue(parsed.Envelope.Subject), now)
 	b.WriteString("MIME-Version: 1.0\r\n")
 	fmt.Fprintf(&b, "Content-Type: multipart/report; report-type=delivery-status; boundary=%q\r\n\r\n", boundary)
 	fmt.Fprintf(&b, "--%s\r\n", boundary)
 	writeTextBody(&b, fmt.Sprintf("Your message to %s was refused by the recipient's filter:\n\n%s\n", account, a.Reason))
 	fmt.Fprintf(&b, "--%s\r\nContent-Type: message/delivery-status\r\n\r\n", boundary)
-	fmt.Fprintf(&b, "Reporting-MTA: dns; %s\r\n\r\n", domainOf(account))
+	fmt.Fprintf(&b, "Reporting-MTA: dns; %s\r\n\r\n", message.DomainOf(account))
 	fmt.Fprintf(&b, "Final-Recipient: rfc822; %s\r\nAction: failed\r\nStatus: 5.7.1\r\n", account)
 	fmt.Fprintf(&b, "Diagnostic-Code: smtp; 550 5.7.1 %s\r\n\r\n", smtpReason(a.Reason))
 	fmt.Fprintf(&b, "--%s\r\nContent-Type: text/rfc822-headers\r\n\r\n", boundary)

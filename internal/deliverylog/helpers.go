@@ -1,16 +1,13 @@
 package deliverylog
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"mime"
-	"net/textproto"
 	"strings"
 
 	"github.com/emersion/go-smtp"
 
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
@@ -54,24 +51,26 @@ func Reply(err error) string {
 // maxHeaderScan bounds how much of a message Identify reads.
 const maxHeaderScan = 64 << 10
 
-// wordDecoder decodes RFC 2047 words in UTF-8, US-ASCII and ISO-8859-1;
-// others stay encoded, which is still readable enough for a log.
-var wordDecoder = mime.WordDecoder{}
-
 // Identify returns the Message-ID (without <>) and the decoded Subject of
-// a raw message from its header section, cheaply (no MIME parse). Either
-// is "" when missing or unreadable.
+// a raw message from its header section, read with the message toolkit,
+// cheaply (no MIME parse): the first field of each counts, as for IMAP.
+// Either is "" when missing.
 func Identify(raw []byte) (messageID, subject string) {
 	if len(raw) > maxHeaderScan {
 		raw = raw[:maxHeaderScan]
 	}
-	r := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw)))
-	h, _ := r.ReadMIMEHeader() // a partial header is still useful
-	messageID = strings.TrimSpace(h.Get("Message-Id"))
+	var id, subj []byte
+	message.ScanFields(raw, func(f message.RawField) bool {
+		switch {
+		case id == nil && f.Is("Message-ID"):
+			id = f.Value[:len(f.Value):len(f.Value)]
+		case subj == nil && f.Is("Subject"):
+			subj = f.Value[:len(f.Value):len(f.Value)]
+		}
+		return id == nil || subj == nil
+	})
+	messageID = strings.TrimSpace(message.RawField{Value: id}.Unfolded())
 	messageID = strings.TrimSuffix(strings.TrimPrefix(messageID, "<"), ">")
-	subject = strings.TrimSpace(h.Get("Subject"))
-	if dec, err := wordDecoder.DecodeHeader(subject); err == nil {
-		subject = dec
-	}
+	subject = message.DecodeHeaderValue(message.RawField{Value: subj}.Unfolded())
 	return messageID, subject
 }

@@ -90,7 +90,7 @@ func TestSignVerifies(t *testing.T) {
 			t.Fatalf("signature %+v: %v", v, v.Err)
 		}
 		keys := strings.ToLower(strings.Join(v.HeaderKeys, ":"))
-		if !strings.HasPrefix(keys, "from:from:to:cc:subject:date:message-id") {
+		if !strings.HasPrefix(keys, "from:from:to:to:cc:subject:subject:date:date:reply-to:sender:message-id:message-id:in-reply-to:references:mime-version:mime-version:content-type:content-type:content-transfer-encoding") {
 			t.Fatalf("signed headers %q", keys)
 		}
 	}
@@ -111,6 +111,11 @@ func TestSignVerifies(t *testing.T) {
 		"body":       bytes.Replace(signed, []byte("see you"), []byte("send money"), 1),
 		"from":       bytes.Replace(signed, []byte("alice@example.org"), []byte("mallory@example.org"), 1),
 		"added from": append([]byte("From: mallory@evil.example\r\n"), signed...),
+		// A relay adding what the author did not write (issue 22).
+		"added reply-to": append([]byte("Reply-To: mallory@evil.example\r\n"), signed...),
+		"second subject": append([]byte("Subject: Urgent: new bank details\r\n"), signed...),
+		"added sender":   append([]byte("Sender: mallory@evil.example\r\n"), signed...),
+		"added cte":      bytes.Replace(signed, []byte("MIME-Version: 1.0\r\n"), []byte("MIME-Version: 1.0\r\nContent-Transfer-Encoding: base64\r\n"), 1),
 	} {
 		for _, v := range verify(t, bad, look) {
 			if v.Err == nil {

@@ -1,9 +1,15 @@
-// Package dkim signs outgoing mail with DKIM (RFC 6376): one RSA-2048 and
-// one Ed25519 (RFC 8463) signature per message, with the keys of the
-// domain in the From: field. Keys live in the store and are generated the
-// first time a domain needs them. The cryptography and canonicalization
-// come from github.com/emersion/go-msgauth/dkim; this package is the key
-// management and the signing policy.
+// Package dkim is DomainKeys Identified Mail (RFC 6376) for pimail: the
+// canonicalizations (§3.4), tag lists (§3.2), key records (§3.6.1, with
+// RSA and Ed25519 per RFC 8463, rsa-sha1 refused per RFC 8301), signing
+// and verification (§5, §6), with the parts that the library pimail used
+// before got wrong or left out: l= (a signature over part of the body is
+// "policy", not "fail"), the t=s key flag, and signing a message that has
+// no body. ARC (package arc) builds its seals on the same code.
+//
+// Outgoing mail gets one RSA-2048 and one Ed25519 signature, with the
+// keys of the domain in the From: field and the signing policy of
+// HeadersToSign (the fields a reader relies on, oversigned). Keys live in
+// the store and are generated the first time a domain needs them.
 package dkim
 
 import (

@@ -11,18 +11,48 @@ import (
 	"sync"
 	"time"
 
-	msgdkim "github.com/emersion/go-msgauth/dkim"
-
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
-// SignedHeaders are the fields signed, in this order. From comes twice:
-// the second instance signs the absence of a further From field, so none
-// can be added without breaking the signature (over-signing, RFC 6376
-// §8.15). Fields absent from a message are signed as absent (§5.4.2).
-var SignedHeaders = []string{
-	"From", "From", "To", "Cc", "Subject", "Date", "Message-ID",
-	"In-Reply-To", "References", "MIME-Version", "Content-Type",
+// Oversigned are the fields every signature covers once more than the
+// message has them (RFC 6376 §8.15): an absent instance is signed as
+// absent (§5.4.2), so no relay can add a second From or Subject, or a
+// Reply-To that was not there, without breaking the signature.
+var Oversigned = []string{
+	"From", "To", "Cc", "Subject", "Date", "Reply-To", "Sender", "Message-ID",
+	"In-Reply-To", "References", "MIME-Version", "Content-Type", "Content-Transfer-Encoding",
+}
+
+// HeadersToSign is the signing policy: the h= list for raw. Every field
+// of Oversigned as often as it occurs plus once, and the List-* fields
+// (RFC 2369, RFC 2919, RFC 8058's List-Unsubscribe-Post) as often as they
+// occur, so a list's own fields are covered without stopping a list
+// from adding them to a copy it sends on.
+func HeadersToSign(raw []byte) []string {
+	counts := map[string]int{}
+	var lists []string
+	message.ScanFields(raw, func(f message.RawField) bool {
+		name := string(f.Name)
+		key := strings.ToLower(name)
+		if counts[key] == 0 && strings.HasPrefix(key, "list-") {
+			lists = append(lists, name)
+		}
+		counts[key]++
+		return true
+	})
+	var h []string
+	for _, name := range Oversigned {
+		for range counts[strings.ToLower(name)] + 1 {
+			h = append(h, name)
+		}
+	}
+	for _, name := range lists {
+		for range counts[strings.ToLower(name)] {
+			h = append(h, name)
+		}
+	}
+	return h
 }
 
 // Signer signs messages with the keys of their From domain. It is safe for
@@ -129,36 +159,45 @@ func (s *Signer) generate(ctx context.Context, domain string) ([]store.DKIMKey, 
 	return ks, nil
 }
 
+// SigningKey is a private key of a domain, ready to sign with.
+type SigningKey struct {
+	Domain, Selector string
+	Signer           crypto.Signer
+}
+
+// SigningKeys returns the domain's keys (generated when it has none), for
+// ARC seals (package arc) made with the same keys as DKIM signatures.
+func (s *Signer) SigningKeys(ctx context.Context, domain string) ([]SigningKey, error) {
+	lks, err := s.keys(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SigningKey, len(lks))
+	for i, lk := range lks {
+		out[i] = SigningKey{Domain: lk.key.Domain, Selector: lk.key.Selector, Signer: lk.signer}
+	}
+	return out, nil
+}
+
 // Sign returns DKIM-Signature header fields for raw, one per key of
 // domain, ready to be prepended to the message. Headers and body are
-// canonicalized relaxed/relaxed (RFC 6376 §3.4.2, §3.4.4).
+// canonicalized relaxed/relaxed (RFC 6376 §3.4.2, §3.4.4). A message
+// without a body (no empty line after the header) is signed with an
+// empty body, as RFC 6376 §3.4.3 and §3.4.4 read it.
 func (s *Signer) Sign(ctx context.Context, domain string, raw []byte) ([]byte, error) {
 	lks, err := s.keys(ctx, domain)
 	if err != nil {
 		return nil, err
 	}
+	h := HeadersToSign(raw)
+	now := s.now()
 	var out bytes.Buffer
 	for _, lk := range lks {
-		ds, err := msgdkim.NewSigner(&msgdkim.SignOptions{
-			Domain:                 lk.key.Domain,
-			Selector:               lk.key.Selector,
-			Signer:                 lk.signer,
-			Hash:                   crypto.SHA256,
-			HeaderCanonicalization: msgdkim.CanonicalizationRelaxed,
-			BodyCanonicalization:   msgdkim.CanonicalizationRelaxed,
-			HeaderKeys:             SignedHeaders,
-		})
+		f, err := SignField(raw, SignOptions{Domain: lk.key.Domain, Selector: lk.key.Selector, Signer: lk.signer, Headers: h, Time: now})
 		if err != nil {
-			return nil, fmt.Errorf("dkim: signer for %s: %w", domain, err)
+			return nil, fmt.Errorf("dkim: sign for %s: %w", domain, err)
 		}
-		if _, err := ds.Write(raw); err != nil {
-			ds.Close()
-			return nil, fmt.Errorf("dkim: sign: %w", err)
-		}
-		if err := ds.Close(); err != nil {
-			return nil, fmt.Errorf("dkim: sign: %w", err)
-		}
-		out.WriteString(ds.Signature())
+		out.WriteString(f)
 	}
 	return out.Bytes(), nil
 }

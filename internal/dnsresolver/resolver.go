@@ -80,6 +80,9 @@ var (
 	// ErrServerFailure: the servers answered with an error RCODE
 	// (SERVFAIL, REFUSED, …) or an unusable reply.
 	ErrServerFailure = errors.New("dns: server failure")
+	// ErrInvalidName: the name cannot be asked (an empty label, a label
+	// over 63 octets, over 255 octets in all); no query was sent.
+	ErrInvalidName = errors.New("dns: invalid name")
 )
 
 // Error is a failed lookup: the name and type asked and the cause.

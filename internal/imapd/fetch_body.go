@@ -20,7 +20,7 @@ func rootPart(m *store.MessageMeta, raw []byte) *message.Part {
 	p := &message.Part{Type: "text", Subtype: "plain", Encoding: "7bit", Size: m.Size, End: m.Size,
 		Params: []message.Param{{Name: "charset", Value: "us-ascii"}}}
 	if raw != nil {
-		p.BodyStart = int64(headerEnd(raw))
+		p.BodyStart = int64(message.HeaderEnd(raw))
 		p.End = int64(len(raw))
 		p.Size = p.End - p.BodyStart
 	}
@@ -48,21 +48,6 @@ func headerBytes(raw []byte, root *message.Part) []byte {
 
 func textBytes(raw []byte, root *message.Part) []byte {
 	return slice(raw, root.BodyStart, int64(len(raw)))
-}
-
-// headerEnd finds the end of the header (after the blank line) for
-// messages without a stored structure.
-func headerEnd(raw []byte) int {
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		if j := bytes.Index(raw, []byte("\n\n")); j >= 0 && j < i {
-			return j + 2
-		}
-		return i + 4
-	}
-	if j := bytes.Index(raw, []byte("\n\n")); j >= 0 {
-		return j + 2
-	}
-	return len(raw)
 }
 
 // children lists the parts numbered below p (RFC 9051 §6.4.5): the parts

@@ -1,6 +1,10 @@
 package message
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // maxAddresses bounds the addresses kept from one header field.
 const maxAddresses = 1000
@@ -13,6 +17,7 @@ const (
 	tokQuoted                 // quoted-string, content unquoted
 	tokLiteral                // domain-literal "[...]", brackets kept
 	tokSpecial                // one of < > : ; , @
+	tokComment                // comment, content without the outer parentheses
 )
 
 type addrToken struct {
@@ -21,19 +26,25 @@ type addrToken struct {
 	c    byte // for tokSpecial
 }
 
-// tokenizeAddresses splits an address-list into tokens; comments and white
-// space are dropped. Unterminated quotes, comments and literals run to the
-// end of the value.
+// tokenizeAddresses splits an address-list into tokens; white space is
+// dropped. Unterminated quotes, comments and literals run to the end of
+// the value.
 func tokenizeAddresses(s string) []addrToken {
 	var toks []addrToken
 	i := 0
 	for i < len(s) {
-		i = skipCFWS(s, i)
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n') {
+			i++
+		}
 		if i >= len(s) {
 			break
 		}
 		c := s[i]
 		switch c {
+		case '(':
+			var text string
+			text, i = readComment(s, i)
+			toks = append(toks, addrToken{kind: tokComment, text: text})
 		case '<', '>', ':', ';', ',', '@':
 			toks = append(toks, addrToken{kind: tokSpecial, c: c})
 			i++
@@ -62,6 +73,35 @@ func tokenizeAddresses(s string) []addrToken {
 	return toks
 }
 
+// readComment reads an RFC 5322 §3.2.2 comment starting at s[i] == '(':
+// its content (nested comments kept, quoted pairs undone) and the index
+// after it.
+func readComment(s string, i int) (string, int) {
+	var b strings.Builder
+	depth := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+			continue
+		case c == '(':
+			depth++
+			if depth == 1 {
+				continue
+			}
+		case c == ')':
+			depth--
+			if depth == 0 {
+				return strings.TrimSpace(b.String()), i + 1
+			}
+		}
+		b.WriteByte(c)
+	}
+	return strings.TrimSpace(b.String()), i
+}
+
 func isAddrDelim(c byte) bool {
 	switch c {
 	case ' ', '\t', '\r', '\n', '(', ')', '<', '>', '[', ']', ':', ';', '@', '\\', ',', '"':
@@ -74,16 +114,30 @@ func isAddrDelim(c byte) bool {
 // can be recognised is kept, broken entries give what they have (a display
 // name without an address, an address without a domain). Groups produce a
 // start marker (Group set) and an end marker (End set). Display names and
-// local parts keep encoded words as written.
+// local parts keep encoded words as written. An obsolete route is kept in
+// Route (RFC 5322 §4.4), and an addr-spec without a display name takes
+// the last comment after it as its name ("a@b (Name)"), as Dovecot and
+// most mail readers show it. At most maxAddresses entries are kept.
 func ParseAddressList(s string) []Address {
+	list, _ := parseAddressList(s)
+	return list
+}
+
+// parseAddressList is ParseAddressList that also reports whether every
+// entry was kept (false: the list was cut at maxAddresses).
+func parseAddressList(s string) (out []Address, complete bool) {
 	toks := tokenizeAddresses(s)
-	var out []Address
+	complete = true
 	var cur []addrToken
 	inGroup, inAngle := false, false
 	groupKept := false // whether the open group's start marker was kept
 	flush := func() {
-		if a, ok := entryAddress(cur); ok && len(out) < maxAddresses {
-			out = append(out, a)
+		if a, ok := entryAddress(cur); ok {
+			if len(out) < maxAddresses {
+				out = append(out, a)
+			} else {
+				complete = false
+			}
 		}
 		cur = cur[:0]
 	}
@@ -114,6 +168,8 @@ func ParseAddressList(s string) []Address {
 			groupKept = len(out) < maxAddresses
 			if groupKept {
 				out = append(out, Address{Group: phrase(cur)})
+			} else {
+				complete = false
 			}
 			cur = cur[:0]
 			inGroup = true
@@ -136,7 +192,7 @@ func ParseAddressList(s string) []Address {
 	if inGroup && groupKept {
 		out = append(out, Address{End: true})
 	}
-	return out
+	return out, complete
 }
 
 func hasSpecial(toks []addrToken, c byte) bool {
@@ -155,6 +211,7 @@ func phrase(toks []addrToken) string {
 	prevWord := false
 	for _, t := range toks {
 		switch t.kind {
+		case tokComment:
 		case tokSpecial:
 			b.WriteByte(t.c)
 			prevWord = false
@@ -170,7 +227,25 @@ func phrase(toks []addrToken) string {
 }
 
 // entryAddress turns the tokens of one mailbox into an Address.
-func entryAddress(toks []addrToken) (Address, bool) {
+func entryAddress(all []addrToken) (Address, bool) {
+	// Comments carry no address; the last one may name an addr-spec.
+	toks, lastComment := all, ""
+	for _, t := range all {
+		if t.kind == tokComment {
+			toks = nil
+			break
+		}
+	}
+	if toks == nil {
+		toks = make([]addrToken, 0, len(all))
+		for _, t := range all {
+			if t.kind == tokComment {
+				lastComment = t.text
+			} else {
+				toks = append(toks, t)
+			}
+		}
+	}
 	if len(toks) == 0 {
 		return Address{}, false
 	}
@@ -192,9 +267,13 @@ func entryAddress(toks []addrToken) (Address, bool) {
 				break
 			}
 		}
-		// Drop an obsolete route (RFC 5322 §4.4): everything up to the last ':'.
+		// An obsolete route (RFC 5322 §4.4): everything up to the last
+		// ':', kept apart from the address when it is one ("@a,@b").
 		for i := len(spec) - 1; i >= 0; i-- {
 			if spec[i].kind == tokSpecial && spec[i].c == ':' {
+				if spec[0].kind == tokSpecial && spec[0].c == '@' {
+					a.Route = joinTokens(spec[:i])
+				}
 				spec = spec[i+1:]
 				break
 			}
@@ -220,6 +299,9 @@ func entryAddress(toks []addrToken) (Address, bool) {
 			if at+1 < len(toks) {
 				a.Host = toks[at+1].text
 			}
+		}
+		if a.Name == "" && a.Host != "" {
+			a.Name = lastComment
 		}
 	}
 	if a.Name == "" && a.Mailbox == "" && a.Host == "" {
@@ -308,4 +390,85 @@ func formatAddresses(list []Address, fallback string) string {
 		b.WriteString(rawToUTF8(addr, fallback))
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// ErrBadAddress is ParseMailboxList's error for input that is not a plain
+// mailbox list.
+var ErrBadAddress = errors.New("message: not a mailbox list")
+
+// ParseMailboxList parses a mailbox-list (RFC 5322 §3.4) strictly, for
+// addresses a person types (the webmail's recipients): every entry is
+// name-addr or addr-spec with one local part and one domain, nothing is
+// left over, and there are no groups or routes. It uses the tokens of
+// ParseAddressList, so what it accepts reads the same everywhere.
+func ParseMailboxList(s string) ([]Address, error) {
+	toks := tokenizeAddresses(s)
+	var out []Address
+	start := 0
+	inAngle := false
+	for i := 0; i <= len(toks); i++ {
+		if i < len(toks) {
+			t := toks[i]
+			if t.kind == tokSpecial {
+				switch t.c {
+				case '<':
+					inAngle = true
+				case '>':
+					inAngle = false
+				case ':', ';':
+					return nil, fmt.Errorf("%w: groups and routes are not allowed", ErrBadAddress)
+				}
+			}
+			if !(t.kind == tokSpecial && t.c == ',' && !inAngle) {
+				continue
+			}
+		}
+		entry := toks[start:i]
+		start = i + 1
+		if len(entry) == 0 {
+			continue
+		}
+		if !strictMailbox(entry) {
+			return nil, fmt.Errorf("%w: %q", ErrBadAddress, joinTokens(entry))
+		}
+		a, _ := entryAddress(entry)
+		out = append(out, a)
+		if len(out) > maxAddresses {
+			return nil, fmt.Errorf("%w: more than %d addresses", ErrBadAddress, maxAddresses)
+		}
+	}
+	return out, nil
+}
+
+// strictMailbox checks one entry's tokens: [phrase] "<" local "@" domain
+// ">" or local "@" domain, comments anywhere.
+func strictMailbox(all []addrToken) bool {
+	var toks []addrToken
+	for _, t := range all {
+		if t.kind != tokComment {
+			toks = append(toks, t)
+		}
+	}
+	spec := toks
+	if n := len(toks); n > 0 && toks[n-1].kind == tokSpecial && toks[n-1].c == '>' {
+		lt := -1
+		for i, t := range toks {
+			if t.kind == tokSpecial && t.c == '<' {
+				lt = i
+				break
+			}
+		}
+		if lt < 0 {
+			return false
+		}
+		for _, t := range toks[:lt] {
+			if t.kind != tokAtom && t.kind != tokQuoted {
+				return false
+			}
+		}
+		spec = toks[lt+1 : n-1]
+	}
+	return len(spec) == 3 && (spec[0].kind == tokAtom || spec[0].kind == tokQuoted) &&
+		spec[1].kind == tokSpecial && spec[1].c == '@' &&
+		(spec[2].kind == tokAtom || spec[2].kind == tokLiteral)
 }

@@ -14,7 +14,7 @@ func TestParseAddressList(t *testing.T) {
 		{"a@b.c", []Address{{Mailbox: "a", Host: "b.c"}}},
 		{`"Doe, John" <john.doe@example.com>, jane@example.com (Jane)`, []Address{
 			{Name: "Doe, John", Mailbox: "john.doe", Host: "example.com"},
-			{Mailbox: "jane", Host: "example.com"},
+			{Name: "Jane", Mailbox: "jane", Host: "example.com"},
 		}},
 		{"John Q. Public <JQP@x.test>", []Address{{Name: "John Q. Public", Mailbox: "JQP", Host: "x.test"}}},
 		{"A Group:Ed Jones <c@a.test>,joe@where.test,John <jdoe@one.test>;, after@x.y", []Address{
@@ -27,7 +27,10 @@ func TestParseAddressList(t *testing.T) {
 		}},
 		{"undisclosed-recipients:;", []Address{{Group: "undisclosed-recipients"}, {End: true}}},
 		{"Unclosed group: a@b", []Address{{Group: "Unclosed group"}, {Mailbox: "a", Host: "b"}, {End: true}}},
-		{"<@route1,@route2:user@host>", []Address{{Mailbox: "user", Host: "host"}}},
+		{"<@route1,@route2:user@host>", []Address{{Mailbox: "user", Host: "host", Route: "@route1,@route2"}}},
+		{"CEO <ceo@(x)victim.test>", []Address{{Name: "CEO", Mailbox: "ceo", Host: "victim.test"}}},
+		{"ceo@victim.test (Chief (Executive) Officer) (last)", []Address{{Name: "last", Mailbox: "ceo", Host: "victim.test"}}},
+		{"(c1) Name (c2) <a@b> (c3)", []Address{{Name: "Name", Mailbox: "a", Host: "b"}}},
 		{`"quoted local"@[192.0.2.1]`, []Address{{Mailbox: "quoted local", Host: "[192.0.2.1]"}}},
 		{"Name Only", []Address{{Mailbox: "Name Only"}}},
 		{"Broken <no-at-sign>", []Address{{Name: "Broken", Mailbox: "no-at-sign"}}},
@@ -86,6 +89,27 @@ func TestParseDate(t *testing.T) {
 	for _, bad := range []string{"", "Whenever", "<HR>", "Pn, 29 paX 2007 21:13:00 +0100"} {
 		if got, ok := ParseDate(bad); ok {
 			t.Errorf("ParseDate(%q) = %v, want failure", bad, got)
+		}
+	}
+}
+
+func TestParseMailboxList(t *testing.T) {
+	for in, want := range map[string]int{
+		"a@b.example": 1,
+		"A <a@b.example>, \"Doe, J\" <j@d.example>": 2,
+		"<a@b.example> (comment), c@d.example":      2,
+		"=?utf-8?q?J=C3=BCrgen?= <j@x.de>":          1,
+		"":                                          0,
+	} {
+		got, err := ParseMailboxList(in)
+		if err != nil || len(got) != want {
+			t.Errorf("ParseMailboxList(%q) = %+v, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"bob@exa mple.com", `bob@example.com>"`, "Bob bob@x.example", "team: a@b.example;",
+		"<@r:a@b.example>", "a@b.example>x", "no-at-sign", "a@", "@b.example", "<a@b.example", "a@b@c.example"} {
+		if got, err := ParseMailboxList(bad); err == nil {
+			t.Errorf("ParseMailboxList(%q) accepted: %+v", bad, got)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/emersion/go-message/charset"
 	"golang.org/x/text/encoding/charmap"
+	xunicode "golang.org/x/text/encoding/unicode"
 )
 
 // ErrNotText is returned by DecodeText for a part that is not text/*.
@@ -29,11 +30,29 @@ func legacyToUTF8(s string) string {
 	return d
 }
 
-// charsetToUTF8 converts b from the named charset to UTF-8. An empty,
-// ASCII or unknown charset keeps valid UTF-8 as is and reads anything else
-// as Windows-1252; invalid sequences become U+FFFD.
+// charsetToUTF8 converts b from the named charset to UTF-8. A byte-order
+// mark decides over the named charset, as it does in browsers (WHATWG
+// Encoding, "BOM sniff"): UTF-8's is dropped, UTF-16's selects UTF-16 in
+// its byte order (RFC 2781 §3.2). An empty, ASCII or unknown charset
+// keeps valid UTF-8 as is and reads anything else as Windows-1252;
+// invalid sequences become U+FFFD.
 func charsetToUTF8(b []byte, cs string) string {
+	switch {
+	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
+		return strings.ToValidUTF8(string(b[3:]), "\uFFFD")
+	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}), bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
+		out, err := xunicode.UTF16(xunicode.BigEndian, xunicode.ExpectBOM).NewDecoder().Bytes(b)
+		if err == nil {
+			return strings.ToValidUTF8(string(out), "\uFFFD")
+		}
+	}
 	cs = strings.ToLower(strings.Trim(cs, " \t\"'"))
+	if cs == "utf-16" {
+		// RFC 2781 §4.3: without a BOM, big-endian.
+		if out, err := xunicode.UTF16(xunicode.BigEndian, xunicode.IgnoreBOM).NewDecoder().Bytes(b); err == nil {
+			return strings.ToValidUTF8(string(out), "\uFFFD")
+		}
+	}
 	switch cs {
 	case "", "us-ascii", "ascii", "utf-8", "utf8", "unknown-8bit", "x-unknown", "default":
 		if utf8.Valid(b) {

@@ -84,3 +84,30 @@ func TestDecodeHeaderValue(t *testing.T) {
 		t.Errorf("big5 subject = %q", p.Subject)
 	}
 }
+
+// TestDecodeTextBOM: a byte-order mark decides the encoding (issue 22: a
+// UTF-16 part with a BOM was shown as mojibake).
+func TestDecodeTextBOM(t *testing.T) {
+	utf16le := []byte{0xFF, 0xFE, 'G', 0, 'r', 0, 0xFC, 0, 0xDF, 0, 'e', 0}
+	utf16be := []byte{0xFE, 0xFF, 0, 'G', 0, 'r', 0, 0xFC, 0, 0xDF, 0, 'e'}
+	for name, c := range map[string]struct {
+		charset string
+		body    []byte
+	}{
+		"utf-16 LE with BOM":          {"utf-16", utf16le},
+		"utf-16 BE with BOM":          {"utf-16", utf16be},
+		"utf-16le declared, BOM":      {"utf-16le", utf16le},
+		"BOM, charset says latin1":    {"iso-8859-1", utf16le},
+		"utf-16 without BOM (BE)":     {"utf-16", utf16be[2:]},
+		"utf-8 BOM":                   {"utf-8", []byte("\xEF\xBB\xBFGrüße")},
+		"utf-8 BOM, no charset given": {"", []byte("\xEF\xBB\xBFGrüße")},
+	} {
+		raw := []byte("Content-Type: text/plain; charset=" + c.charset + "\r\nContent-Transfer-Encoding: binary\r\n\r\n")
+		raw = append(raw, c.body...)
+		p := Parse(raw)
+		got, err := DecodeText(raw, p.Body)
+		if err != nil || got != "Grüße" {
+			t.Errorf("%s: %q %v", name, got, err)
+		}
+	}
+}

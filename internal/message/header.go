@@ -23,18 +23,10 @@ func (f Field) Unfolded() string { return unfold(f.Value) }
 // continuation lines) are skipped. Scanning stops at the first empty line.
 func HeaderFields(header []byte) []Field {
 	var out []Field
-	h := headerReader{buf: header, pos: 0, end: len(header)}
-	for {
-		f, ok := h.next()
-		if !ok {
-			break
-		}
-		out = append(out, Field{
-			Name:  string(f.name),
-			Raw:   header[f.start:f.end:f.end],
-			Value: f.value,
-		})
-	}
+	ScanFields(header, func(f RawField) bool {
+		out = append(out, Field{Name: string(f.Name), Raw: header[f.Start:f.End:f.End], Value: f.Value})
+		return true
+	})
 	return out
 }
 

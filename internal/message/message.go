@@ -21,6 +21,7 @@ type Address struct {
 	Name    string `json:"n,omitempty"` // display name, unquoted, encoded words kept
 	Mailbox string `json:"m,omitempty"` // local part
 	Host    string `json:"h,omitempty"` // domain
+	Route   string `json:"r,omitempty"` // obsolete source route, "@a,@b" (RFC 5322 §4.4)
 	// Group is set on the start marker of an RFC 5322 group ("name:");
 	// a marker with Group == "" and End == true closes the group.
 	Group string `json:"g,omitempty"`

@@ -1,7 +1,11 @@
 package msgauth
 
 import (
+	"fmt"
 	"strings"
+
+	"pimail/internal/arc"
+	"pimail/internal/message"
 )
 
 // authResField is the header field of RFC 8601 §2.2.
@@ -53,6 +57,24 @@ func formatAuthResults(authservID string, r *Result) string {
 		item(s)
 	}
 
+	// arc (RFC 8617 §5.2, the method registered in its §10.1): the
+	// chain's status when the message has one; the highest instance and
+	// its sealer as a comment.
+	if r.ARC.Status != "" && r.ARC.Status != arc.None {
+		s := "arc=" + r.ARC.Status
+		if r.ARC.Instances > 0 {
+			c := fmt.Sprintf("i=%d", r.ARC.Instances)
+			if r.ARC.Domain != "" {
+				c += " " + r.ARC.Domain
+			}
+			if r.ARC.Reason != "" {
+				c += " " + r.ARC.Reason
+			}
+			s += comment(c)
+		}
+		item(s)
+	}
+
 	// dmarc (RFC 7489 §11.2): the policy applied is a comment.
 	for _, d := range r.DMARC {
 		s := "dmarc=" + d.Result
@@ -79,24 +101,46 @@ func formatAuthResults(authservID string, r *Result) string {
 	return b.String()
 }
 
-// pvalue formats a property value (RFC 8601 §2.2 pvalue): a domain name
-// or address as it is, anything else as a quoted-string; control
-// characters are dropped, and the value is bounded. A ";" is dropped too,
-// even though a quoted-string may hold one: readers that split the field
-// at every ";" would take what follows for another result.
+// pvalue formats a property value (RFC 8601 §2.2: pvalue = value /
+// [ [ local-part ] "@" ] domain-name, value = token / quoted-string). A
+// name or address made of letters, digits and ".-_+" is written as it
+// is; anything else (a "/" or "=" in a local part or base64, a space, a
+// domain literal) as a quoted-string. What common parsers refuse never
+// appears: non-ASCII (Python's authres), a quoted-pair (Perl's
+// Mail::AuthenticationResults) and ";" (readers that split at it) become
+// "?"; control characters are dropped, and the value is bounded.
 func pvalue(s string) string {
-	s = strings.ReplaceAll(clean(s, 200), ";", "")
-	plain := s != ""
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 || strings.ContainsRune(".-_@+/=", c)) {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	s = clean(s, 200)
+	if plainValue(s) {
 		return s
 	}
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	return `"` + strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r == ';' {
+			return '?'
+		}
+		return r
+	}, s) + `"`
+}
+
+// plainValue reports whether s can be written without quotes: a token
+// or local-part "@" domain of letters, digits and ".-_+", no empty part.
+func plainValue(s string) bool {
+	if s == "" {
+		return false
+	}
+	local, domain, hasAt := strings.Cut(s, "@")
+	if hasAt && (domain == "" || strings.Contains(domain, "@")) {
+		return false
+	}
+	for _, part := range []string{local, domain} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' || c == '+') {
+				return false
+			}
+		}
+	}
+	return hasAt || local != ""
 }
 
 // comment formats an RFC 5322 comment, " (text)", or "" for no text.
@@ -116,20 +160,20 @@ func comment(s string) string {
 }
 
 // clean drops control characters (CR and LF above all: no header
-// injection) and cuts s to at most n bytes, on a character boundary.
+// injection), writes every non-ASCII character as "?" (the field stays
+// US-ASCII, which every reader takes) and cuts s to at most n bytes.
 func clean(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
+		switch {
+		case r < 0x20 || r == 0x7f:
 			return -1
+		case r >= 0x80:
+			return '?'
 		}
 		return r
 	}, s)
 	if len(s) > n {
-		cut := n
-		for cut > 0 && s[cut]&0xc0 == 0x80 {
-			cut--
-		}
-		s = s[:cut]
+		s = s[:n]
 	}
 	return strings.TrimSpace(s)
 }
@@ -140,12 +184,11 @@ func clean(s string, n int) string {
 // trust boundary, or a sender could forge this server's verdicts. Fields
 // of other authentication services are kept.
 func StripAuthResults(raw []byte, authservID string) []byte {
-	if authservID == "" || !hasFieldLine(raw, authResField) {
+	if authservID == "" || !message.HasField(raw, authResField) {
 		return raw
 	}
-	return removeFields(raw, func(f field) bool {
-		return strings.EqualFold(f.name, authResField) &&
-			strings.EqualFold(authservIDOf(f.value), authservID)
+	return message.RemoveFields(raw, func(f message.RawField) bool {
+		return f.Is(authResField) && strings.EqualFold(authservIDOf(f.Unfolded()), authservID)
 	})
 }
 

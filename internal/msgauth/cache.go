@@ -2,6 +2,7 @@ package msgauth
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ const (
 // key and DMARC lookups. Failures are not kept: the next message asks
 // again. It is safe for concurrent use.
 type Cache struct {
-	r   dnsresolver.Resolver
+	r   Resolver
 	max int
 	now func() time.Time
 
@@ -44,17 +45,20 @@ type cacheKey struct {
 	name  string
 }
 
+// ptrCacheKey is the key of a reverse lookup.
+func ptrCacheKey(addr netip.Addr) string { return addr.Unmap().String() }
+
 type cacheEntry struct {
 	recs    any // []dnsresolver.TXTRecord, []dnsresolver.AddrRecord, …
 	res     dnsresolver.Result
 	expires time.Time
 }
 
-var _ dnsresolver.Resolver = (*Cache)(nil)
+var _ Resolver = (*Cache)(nil)
 
 // NewCache returns a Cache in front of r keeping up to max answers
 // (DefaultCacheSize when max <= 0).
-func NewCache(r dnsresolver.Resolver, max int) *Cache {
+func NewCache(r Resolver, max int) *Cache {
 	if max <= 0 {
 		max = DefaultCacheSize
 	}
@@ -83,6 +87,12 @@ func (c *Cache) LookupTXT(ctx context.Context, name string) ([]dnsresolver.TXTRe
 
 func (c *Cache) LookupMX(ctx context.Context, name string) ([]dnsresolver.MXRecord, dnsresolver.Result, error) {
 	return cachedLookup(c, ctx, "MX", name, c.r.LookupMX)
+}
+
+func (c *Cache) LookupPTR(ctx context.Context, addr netip.Addr) ([]string, dnsresolver.Result, error) {
+	return cachedLookup(c, ctx, "PTR", ptrCacheKey(addr), func(ctx context.Context, _ string) ([]string, dnsresolver.Result, error) {
+		return c.r.LookupPTR(ctx, addr)
+	})
 }
 
 // cachedLookup answers from the cache or asks the resolver and keeps its

@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/net/publicsuffix"
-
 	"pimail/internal/dnsresolver"
+	"pimail/internal/message"
 )
 
 // DMARC policies (RFC 7489 §6.3, tag p).
@@ -90,29 +89,44 @@ func evaluateDMARC(ctx context.Context, r dnsresolver.Resolver, fromDomain strin
 	return out
 }
 
-// lookupDMARC finds the policy record for domain (RFC 7489 §6.6.3): at
-// _dmarc.<domain>, else at _dmarc.<organizational domain>. It returns the
-// record, or nil and "none" or "temperror".
+// lookupDMARC finds the policy record for domain (RFC 7489 §6.6.3). It
+// returns the record, or nil and "none" or "temperror":
+//
+//  1. the DMARC records at _dmarc.<domain> (TXT records starting with
+//     v=DMARC1; others are discarded);
+//  2. only if there are none, those at _dmarc.<organizational domain>;
+//  3. more than one record, or none, at the level where the search
+//     stopped: no policy (no fallback to the other level);
+//  4. a record with an invalid p=, or an sp= that is present but
+//     invalid: p=none when it has a rua= reporting URI, else no policy.
 func lookupDMARC(ctx context.Context, r dnsresolver.Resolver, domain string) (*dmarcRecord, string) {
-	rec, res := dmarcAt(ctx, r, domain)
-	if rec != nil || res == "temperror" {
-		return rec, res
+	found, res := dmarcAt(ctx, r, domain)
+	fromOrg := false
+	if len(found) == 0 && res == "" {
+		if org := message.OrgDomain(domain); org != domain {
+			found, res = dmarcAt(ctx, r, org)
+			fromOrg = true
+		}
 	}
-	org := orgDomain(domain)
-	if org == domain {
+	if res != "" {
+		return nil, res
+	}
+	if len(found) != 1 {
 		return nil, "none"
 	}
-	rec, res = dmarcAt(ctx, r, org)
-	if rec != nil {
-		rec.fromOrgLevel = true
+	rec, ok := parseDMARC(found[0])
+	if !ok {
+		return nil, "none"
 	}
-	return rec, res
+	rec.fromOrgLevel = fromOrg
+	return rec, ""
 }
 
-// dmarcAt reads the one DMARC record at _dmarc.<domain>. Step 3 of
-// §6.6.3: records not starting with "v=DMARC1" are ignored, and more than
-// one record means none.
-func dmarcAt(ctx context.Context, r dnsresolver.Resolver, domain string) (*dmarcRecord, string) {
+// dmarcAt returns the DMARC records at _dmarc.<domain> (§6.6.3 steps 1
+// and 2: TXT records that do not start with "v=DMARC1" are discarded),
+// or "temperror" when the lookup failed. A name that does not exist has
+// none.
+func dmarcAt(ctx context.Context, r dnsresolver.Resolver, domain string) ([]string, string) {
 	txts, _, err := r.LookupTXT(ctx, "_dmarc."+domain)
 	if err != nil {
 		return nil, "temperror"
@@ -123,21 +137,14 @@ func dmarcAt(ctx context.Context, r dnsresolver.Resolver, domain string) (*dmarc
 			found = append(found, t.Text)
 		}
 	}
-	if len(found) != 1 {
-		return nil, "none"
-	}
-	rec, ok := parseDMARC(found[0])
-	if !ok {
-		return nil, "none"
-	}
-	return rec, ""
+	return found, ""
 }
 
 // isDMARCRecord: the record starts with the version tag, v=DMARC1
-// (§6.4: "v" MUST be first; its value is case-sensitive).
+// (§6.4: "v" MUST be first; its value MUST match precisely).
 func isDMARCRecord(s string) bool {
 	k, v, ok := strings.Cut(s, "=")
-	if !ok || !strings.EqualFold(strings.TrimSpace(k), "v") {
+	if !ok || strings.TrimSpace(k) != "v" {
 		return false
 	}
 	v, _, _ = strings.Cut(v, ";")
@@ -145,8 +152,9 @@ func isDMARCRecord(s string) bool {
 }
 
 // parseDMARC reads the tags that decide a disposition (§6.3). Unknown tags
-// are ignored. A record with a missing or invalid p is discarded unless it
-// has a valid rua, in which case it counts as p=none (§6.6.3 step 6).
+// are ignored. A record with a missing or invalid p, or with an sp that
+// is present but invalid, is discarded unless it has a valid rua, in
+// which case it counts as p=none (§6.6.3 step 6).
 func parseDMARC(s string) (*dmarcRecord, bool) {
 	tags := map[string]string{}
 	for _, part := range strings.Split(s, ";") {
@@ -161,14 +169,15 @@ func parseDMARC(s string) (*dmarcRecord, bool) {
 	}
 	rec := &dmarcRecord{adkim: 'r', aspf: 'r', pct: 100}
 	rec.p = policy(tags["p"])
-	if rec.p == "" {
+	sp, hasSP := tags["sp"]
+	if hasSP {
+		rec.sp = policy(sp)
+	}
+	if rec.p == "" || (hasSP && rec.sp == "") {
 		if !strings.HasPrefix(strings.ToLower(tags["rua"]), "mailto:") {
 			return nil, false
 		}
-		rec.p = PolicyNone
-	}
-	if sp, ok := tags["sp"]; ok {
-		rec.sp = policy(sp) // an invalid sp falls back to p
+		rec.p, rec.sp = PolicyNone, ""
 	}
 	if strings.EqualFold(tags["adkim"], "s") {
 		rec.adkim = 's'
@@ -194,7 +203,7 @@ func policy(s string) string {
 
 // aligned compares an authenticated identifier with the From domain
 // (RFC 7489 §3.1.1, §3.1.2): strict needs the same name, relaxed the same
-// organizational domain.
+// organizational domain. Both are in A-labels.
 func aligned(id, from string, mode byte) bool {
 	id, from = strings.ToLower(strings.TrimSuffix(id, ".")), strings.ToLower(from)
 	if id == "" {
@@ -203,18 +212,5 @@ func aligned(id, from string, mode byte) bool {
 	if id == from {
 		return true
 	}
-	return mode == 'r' && orgDomain(id) == orgDomain(from)
-}
-
-// orgDomain is the organizational domain (RFC 7489 §3.2): the public
-// suffix plus one label, from the Public Suffix List compiled into
-// golang.org/x/net/publicsuffix. A name that is itself a public suffix is
-// its own organizational domain.
-func orgDomain(d string) string {
-	d = strings.ToLower(strings.TrimSuffix(d, "."))
-	org, err := publicsuffix.EffectiveTLDPlusOne(d)
-	if err != nil {
-		return d
-	}
-	return org
+	return mode == 'r' && message.OrgDomain(id) == message.OrgDomain(from)
 }

@@ -2,6 +2,7 @@ package msgauth
 
 import (
 	"context"
+	"pimail/internal/message"
 	"testing"
 )
 
@@ -15,6 +16,17 @@ func TestDMARCEvaluate(t *testing.T) {
 		txt("_dmarc.nop.test", "v=DMARC1; rua=mailto:x@nop.test"),
 		txt("_dmarc.twice.test", "v=DMARC1; p=reject"),
 		txt("_dmarc.twice.test", "v=DMARC1; p=none"),
+		// RFC 7489 §6.6.3 (issue 22): the search stops at the first level
+		// with DMARC records; an invalid p= or sp= there is no policy.
+		txt("_dmarc.rej.test", "v=DMARC1; p=reject"),
+		txt("_dmarc.two.rej.test", "v=DMARC1; p=none"),
+		txt("_dmarc.two.rej.test", "v=DMARC1; p=quarantine"),
+		txt("_dmarc.badp.rej.test", "v=DMARC1; p=bogus"),
+		txt("_dmarc.badsp.test", "v=DMARC1; p=reject; sp=bogus"),
+		txt("_dmarc.badsprua.test", "v=DMARC1; p=reject; sp=bogus; rua=mailto:d@badsprua.test"),
+		txt("_dmarc.other.rej.test", "v=spf1 -all"),
+		txt("_dmarc.case.test", "V=dmarc1; p=reject"),
+		txt("_dmarc.xn--bcher-kva.example", "v=DMARC1; p=reject"),
 	)
 	z.failing("_dmarc.down.test")
 	r := z.resolver(t)
@@ -53,6 +65,14 @@ func TestDMARCEvaluate(t *testing.T) {
 		{"no p but rua", "nop.test", spfFail, nil, low, "fail", "none", "none"},
 		{"two records", "twice.test", spfFail, nil, low, "none", "", "none"},
 		{"dns down", "down.test", spfFail, nil, low, "temperror", "", "none"},
+		{"two records at the subdomain, no fallback", "two.rej.test", spfFail, nil, low, "none", "", "none"},
+		{"invalid p at the subdomain, no fallback", "badp.rej.test", spfFail, nil, low, "none", "", "none"},
+		{"invalid sp without rua", "badsp.test", spfFail, nil, low, "none", "", "none"},
+		{"invalid sp with rua: p=none", "badsprua.test", spfFail, nil, low, "fail", "none", "none"},
+		{"non-DMARC TXT at the subdomain: fallback", "other.rej.test", spfFail, nil, low, "fail", "reject", "reject"},
+		{"v=DMARC1 matches precisely", "case.test", spfFail, nil, low, "none", "", "none"},
+		{"dkim policy result does not pass", "a.test", spfFail, []DKIMResult{{Result: "policy", Domain: "a.test"}}, low, "fail", "reject", "reject"},
+		{"IDN in A-labels", "xn--bcher-kva.example", spfFail, nil, low, "fail", "reject", "reject"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,8 +93,8 @@ func TestOrgDomain(t *testing.T) {
 		"Mail.Example.COM.":   "example.com",
 		"bounces.example.com": "example.com",
 	} {
-		if got := orgDomain(in); got != want {
-			t.Errorf("orgDomain(%q) = %q, want %q", in, got, want)
+		if got := message.OrgDomain(in); got != want {
+			t.Errorf("OrgDomain(%q) = %q, want %q", in, got, want)
 		}
 	}
 	if aligned("example.co.uk", "other.co.uk", 'r') {

@@ -1,64 +1,44 @@
 package msgauth
 
 import (
-	"net/mail"
-	"strings"
+	"fmt"
+
+	"pimail/internal/message"
 )
 
-// maxFromDomains bounds how many distinct author domains of one message
-// are evaluated.
-const maxFromDomains = 3
-
-// fromDomains returns the distinct domains of the RFC5322.From addresses
-// (RFC 7489 §6.6.1), lower case, at most maxFromDomains. A message
-// normally has one From field with one address; one with several From
-// fields or addresses gets each of its domains evaluated, so that adding a
-// second author cannot hide a failing one. An address that does not parse
-// is read leniently: the text after its last "@".
-func fromDomains(raw []byte) []string {
-	var out []string
-	add := func(d string) {
-		d = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(d), "."))
-		if d == "" || len(out) == maxFromDomains {
-			return
-		}
-		for _, have := range out {
-			if have == d {
-				return
-			}
-		}
-		out = append(out, d)
+// authorDomains returns the distinct domains of the RFC5322.From
+// addresses (RFC 7489 §6.6.1), in A-labels, read with the message
+// toolkit's parser (the one IMAP and the webmail show the sender with).
+// Every From field and every address counts, so a second author cannot
+// hide a failing one. An address whose domain is not a host name is
+// returned in invalid (as written, for the header) and evaluated as
+// "none". limit is non-empty when the message names more authors than
+// are evaluated: the caller must then fail closed.
+func authorDomains(raw []byte) (domains, invalid []string, limit string) {
+	authors, complete := message.Authors(raw)
+	if !complete {
+		return nil, nil, "a From field with more addresses than are read"
 	}
-	for _, f := range headerFields(raw) {
-		if !strings.EqualFold(f.name, "From") {
+	seen := map[string]bool{}
+	for _, a := range authors {
+		if a.Host == "" {
 			continue
 		}
-		list, err := mail.ParseAddressList(f.value)
-		if err == nil {
-			for _, a := range list {
-				_, d := splitAddr(a.Address)
-				add(d)
+		d, ok := message.ASCIIDomain(a.Host)
+		if !ok {
+			if !seen["!"+a.Host] {
+				seen["!"+a.Host] = true
+				invalid = append(invalid, a.Host)
 			}
 			continue
 		}
-		add(lenientDomain(f.value))
+		if !seen[d] {
+			seen[d] = true
+			domains = append(domains, d)
+		}
 	}
-	return out
-}
-
-// lenientDomain finds the domain of a From value that net/mail rejects:
-// the last "@" and what follows up to a delimiter.
-func lenientDomain(v string) string {
-	i := strings.LastIndexByte(v, '@')
-	if i < 0 {
-		return ""
+	if len(domains)+len(invalid) > message.MaxAuthorDomains {
+		return nil, nil, fmt.Sprintf("more than %d From domains", message.MaxAuthorDomains)
 	}
-	d := v[i+1:]
-	if j := strings.IndexAny(d, "> \t;,()\"'"); j >= 0 {
-		d = d[:j]
-	}
-	if !validDomain(strings.ToLower(strings.TrimSuffix(d, "."))) {
-		return ""
-	}
-	return d
+	return domains, invalid, ""
 }

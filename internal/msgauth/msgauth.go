@@ -1,7 +1,14 @@
-// Package msgauth authenticates inbound mail: SPF (RFC 7208) for the
-// envelope sender and client address, DKIM signatures (RFC 6376), and the
-// From domain's DMARC policy (RFC 7489) over both, with the verdicts
-// written as an Authentication-Results header field (RFC 8601).
+// Package msgauth authenticates inbound mail: SPF (RFC 7208, package spf)
+// for the envelope sender and client address, DKIM signatures (RFC 6376,
+// package dkim), the ARC chain of a forwarded message (RFC 8617, package
+// arc), and the From domain's DMARC policy (RFC 7489) over them, with the
+// verdicts written as an Authentication-Results header field (RFC 8601).
+//
+// The From domains are read with the message toolkit (package message),
+// the same reading IMAP and the webmail show the sender with, so the
+// domain authenticated is the domain a person sees. Every domain goes to
+// the DNS in A-labels. Where a limit stops the check from seeing every
+// author, the message fails closed (DMARC fail with p=reject).
 //
 // Every DNS question goes through pimail's resolver (internal/dnsresolver)
 // and the whole check runs under one deadline, so a slow or broken DNS
@@ -15,19 +22,29 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
+	"pimail/internal/arc"
 	"pimail/internal/dnsresolver"
+	"pimail/internal/message"
 )
 
 // DefaultTimeout bounds the whole check of one message.
 const DefaultTimeout = 5 * time.Second
 
+// Resolver is what the checks ask the DNS: pimail's resolver with the
+// reverse lookups SPF's "ptr" and %{p} need (RFC 7208 §5.5).
+type Resolver interface {
+	dnsresolver.Resolver
+	LookupPTR(ctx context.Context, addr netip.Addr) ([]string, dnsresolver.Result, error)
+}
+
 // Config configures a Checker.
 type Config struct {
 	// Resolver asks the DNS. Required.
-	Resolver dnsresolver.Resolver
+	Resolver Resolver
 	// AuthservID names this server in Authentication-Results (RFC 8601
 	// §2.5): its host name.
 	AuthservID string
@@ -42,6 +59,9 @@ type Config struct {
 	// CacheSize is how many DNS answers are kept for their TTL (see
 	// Cache); 0 means DefaultCacheSize, a negative value no cache.
 	CacheSize int
+	// Now is the clock signatures are judged by (expiry); default
+	// time.Now.
+	Now func() time.Time
 }
 
 // Checker authenticates messages. It is safe for concurrent use.
@@ -69,8 +89,13 @@ func New(cfg Config) (*Checker, error) {
 	if cfg.Sample == nil {
 		cfg.Sample = func() int { return rand.IntN(100) }
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Checker{cfg: cfg}, nil
 }
+
+func (c *Checker) now() time.Time { return c.cfg.Now() }
 
 // AuthservID is the identifier this checker writes and strips.
 func (c *Checker) AuthservID() string { return c.cfg.AuthservID }
@@ -87,6 +112,10 @@ type Input struct {
 type Result struct {
 	SPF  SPFResult
 	DKIM []DKIMResult
+	// ARC is the validation of the message's ARC chain (RFC 8617): it
+	// is reported, and sealed on when the message is forwarded; it does
+	// not change the DMARC verdict.
+	ARC arc.Result
 	// DMARC has one evaluation per distinct From domain, normally one.
 	DMARC []DMARCResult
 	// Header is the Authentication-Results field to prepend, with CRLF.
@@ -140,19 +169,32 @@ func (c *Checker) Check(ctx context.Context, in Input) *Result {
 		res := SPFResult{Result: "permerror", Reason: "check failed"}
 		defer func() { spfDone <- res }()
 		defer recoverPanic("spf")
-		res = checkSPF(ctx, c.cfg.Resolver, clientIP(in.RemoteIP), in.Helo, in.MailFrom)
+		res = c.checkSPF(ctx, clientIP(in.RemoteIP), in.Helo, in.MailFrom)
 	}()
 	func() {
 		defer recoverPanic("dkim")
-		r.DKIM = verifyDKIM(ctx, c.cfg.Resolver, in.Raw, c.cfg.MaxSignatures)
+		r.DKIM = c.verifyDKIM(ctx, in.Raw)
 	}()
+	r.ARC = arc.Result{Status: arc.None}
+	if message.HasField(in.Raw, "ARC-Seal") {
+		func() {
+			r.ARC = arc.Result{Status: arc.Fail, Reason: "check failed"}
+			defer recoverPanic("arc")
+			r.ARC = arc.Verify(ctx, c.cfg.Resolver, in.Raw)
+		}()
+	}
 	r.SPF = <-spfDone
 
-	for _, d := range fromDomains(in.Raw) {
-		if !validDomain(d) {
-			r.DMARC = append(r.DMARC, DMARCResult{Result: "none", FromDomain: d, Disposition: PolicyNone, Reason: "invalid From domain"})
-			continue
-		}
+	domains, invalid, limit := authorDomains(in.Raw)
+	if limit != "" {
+		// Fail closed: a message whose authors cannot all be checked is
+		// treated as failing a p=reject policy.
+		r.DMARC = append(r.DMARC, DMARCResult{Result: "fail", Policy: PolicyReject, Disposition: PolicyReject, Reason: limit})
+	}
+	for _, d := range invalid {
+		r.DMARC = append(r.DMARC, DMARCResult{Result: "none", FromDomain: d, Disposition: PolicyNone, Reason: "invalid From domain"})
+	}
+	for _, d := range domains {
 		r.DMARC = append(r.DMARC, evaluateDMARC(ctx, c.cfg.Resolver, d, r.SPF, r.DKIM, c.cfg.Sample))
 	}
 	r.Header = formatAuthResults(c.cfg.AuthservID, r)
@@ -170,8 +212,8 @@ func recoverPanic(check string) {
 }
 
 // clientIP parses the envelope's client address, with or without a port
-// or IPv6 zone; nil when there is none.
-func clientIP(s string) net.IP {
+// or IPv6 zone; the zero Addr when there is none.
+func clientIP(s string) netip.Addr {
 	if host, _, err := net.SplitHostPort(s); err == nil {
 		s = host
 	}
@@ -179,7 +221,8 @@ func clientIP(s string) net.IP {
 	if i := strings.IndexByte(s, '%'); i >= 0 {
 		s = s[:i]
 	}
-	return net.ParseIP(s)
+	ip, _ := netip.ParseAddr(s)
+	return ip.Unmap()
 }
 
 // LogArgs are the results as slog attributes for the delivery log line.

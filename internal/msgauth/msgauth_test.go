@@ -13,7 +13,7 @@ import (
 	"pimail/internal/dnsresolver"
 )
 
-func checker(t *testing.T, r dnsresolver.Resolver, timeout time.Duration) *Checker {
+func checker(t *testing.T, r Resolver, timeout time.Duration) *Checker {
 	t.Helper()
 	c, err := New(Config{Resolver: r, AuthservID: "mx.b.test", Timeout: timeout, Sample: func() int { return 0 }})
 	if err != nil {
@@ -187,30 +187,6 @@ func TestCheckCachesAnswers(t *testing.T) {
 	hits, misses := c.cfg.Resolver.(*Cache).Stats()
 	if hits != 6 || misses != 3 {
 		t.Errorf("cache hits %d misses %d, want 6 and 3", hits, misses)
-	}
-}
-
-// hasFieldLine must find every field headerFields finds (StripAuthResults
-// skips the parse on its word), and stop at the end of the header.
-func TestHasFieldLine(t *testing.T) {
-	for _, c := range []struct {
-		raw  string
-		want bool
-	}{
-		{"Subject: x\r\n\r\nAuthentication-Results: mx; a\r\n", false},
-		{"Subject: x\r\nAUTHENTICATION-RESULTS : mx; a\r\n\r\n", true},
-		{"Subject: x\n authentication-results: mx\nauthentication-results:mx\n\n", true},
-		{"Subject: Authentication-Results: mx\r\n\r\n", false},
-		{"X-Authentication-Results: mx\r\n\r\n", false},
-	} {
-		got := hasFieldLine([]byte(c.raw), authResField)
-		parsed := false
-		for _, f := range headerFields([]byte(c.raw)) {
-			parsed = parsed || strings.EqualFold(f.name, authResField)
-		}
-		if got != c.want || parsed && !got {
-			t.Errorf("hasFieldLine(%q) = %v, want %v (headerFields finds one: %v)", c.raw, got, c.want, parsed)
-		}
 	}
 }
 

@@ -3,11 +3,20 @@ package msgauth
 import (
 	"context"
 	"fmt"
-	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
 )
+
+func spfChecker(t *testing.T, r Resolver) *Checker {
+	t.Helper()
+	c, err := New(Config{Resolver: r, AuthservID: "mx.b.test", CacheSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 func TestSPFResults(t *testing.T) {
 	z := newZone(t,
@@ -28,7 +37,7 @@ func TestSPFResults(t *testing.T) {
 	z.failing("servfail.test")
 	z.failing("broken-dns.test")
 	r := z.resolver(t)
-	ip := net.ParseIP("192.0.2.7")
+	ip := netip.MustParseAddr("192.0.2.7")
 	cases := []struct {
 		name, helo, from, want string
 	}{
@@ -47,17 +56,17 @@ func TestSPFResults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := checkSPF(context.Background(), r, ip, c.helo, c.from)
+			got := spfChecker(t, r).checkSPF(context.Background(), ip, c.helo, c.from)
 			if got.Result != c.want {
 				t.Fatalf("spf %q helo %q = %+v, want %s", c.from, c.helo, got, c.want)
 			}
 		})
 	}
-	got := checkSPF(context.Background(), r, net.ParseIP("192.0.2.25"), "x.test", "a@mx.test")
+	got := spfChecker(t, r).checkSPF(context.Background(), netip.MustParseAddr("192.0.2.25"), "x.test", "a@mx.test")
 	if got.Result != "pass" || got.Domain != "mx.test" || got.Identity != "mailfrom" {
 		t.Fatalf("mx pass: %+v", got)
 	}
-	got = checkSPF(context.Background(), r, ip, "helo.test", "")
+	got = spfChecker(t, r).checkSPF(context.Background(), ip, "helo.test", "")
 	if got.Domain != "helo.test" || got.Identity != "helo" {
 		t.Fatalf("null sender identity: %+v", got)
 	}
@@ -76,14 +85,14 @@ func TestSPFLookupLimits(t *testing.T) {
 	recs = append(recs, txt("void.test", "v=spf1 a:v1.test a:v2.test a:v3.test -all"))
 	z := newZone(t, recs...)
 	r := z.resolver(t)
-	ip := net.ParseIP("192.0.2.7")
-	if got := checkSPF(context.Background(), r, ip, "x.test", "a@chain.test"); got.Result != "permerror" {
+	ip := netip.MustParseAddr("192.0.2.7")
+	if got := spfChecker(t, r).checkSPF(context.Background(), ip, "x.test", "a@chain.test"); got.Result != "permerror" {
 		t.Fatalf("11 includes: %+v", got)
 	}
 	if n := z.count("c11.test", dns.TypeTXT); n != 0 {
 		t.Fatalf("the 11th include was looked up (%d queries)", n)
 	}
-	if got := checkSPF(context.Background(), r, ip, "x.test", "a@void.test"); got.Result != "permerror" {
+	if got := spfChecker(t, r).checkSPF(context.Background(), ip, "x.test", "a@void.test"); got.Result != "permerror" {
 		t.Fatalf("3 void lookups: %+v", got)
 	}
 }

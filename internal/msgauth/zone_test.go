@@ -92,7 +92,7 @@ func (z *zone) hasBelow(name string) bool {
 }
 
 // resolver is a dnsresolver.Client answering from the zone.
-func (z *zone) resolver(t *testing.T) dnsresolver.Resolver {
+func (z *zone) resolver(t *testing.T) *dnsresolver.Client {
 	t.Helper()
 	c, err := dnsresolver.New(dnsresolver.Config{Servers: []string{"127.0.0.1:53"}, Transport: dnsresolver.HandlerTransport{Handler: z}})
 	if err != nil {
@@ -114,4 +114,9 @@ func edKey(t *testing.T) (ed25519.PrivateKey, string) {
 // txt formats a TXT record line for the zone.
 func txt(name, text string) string {
 	return name + ". 300 IN TXT \"" + strings.ReplaceAll(text, `"`, `\"`) + "\""
+}
+
+// unfold removes the line breaks of a folded field body.
+func unfold(b []byte) string {
+	return strings.NewReplacer("\r\n", "", "\n", "").Replace(string(b))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pimail/internal/deliverylog"
+	"pimail/internal/message"
 	"pimail/internal/metrics"
 	"pimail/internal/store"
 )
@@ -33,7 +34,10 @@ func (q *Queue) process(ctx context.Context, e store.QueueEntry) {
 		if r.State != store.QueuePending {
 			continue
 		}
-		d := domainOf(r.Address)
+		d := message.DomainOf(r.Address)
+		if a, ok := message.ASCIIDomain(d); ok {
+			d = a // an internationalized domain goes to the DNS in A-labels
+		}
 		if _, ok := byDomain[d]; !ok {
 			order = append(order, d)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"pimail/internal/delivery"
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
@@ -33,7 +34,7 @@ func (q *Queue) notify(ctx context.Context, log *slog.Logger, e store.QueueEntry
 		return
 	}
 	dsn := q.buildDSN(e, raw, idx, statuses, action)
-	if q.dir.IsLocalDomain(domainOf(e.MailFrom)) {
+	if q.dir.IsLocalDomain(message.DomainOf(e.MailFrom)) {
 		env := delivery.Envelope{MailFrom: "", Recipients: []string{e.MailFrom}, RemoteIP: "127.0.0.1", Helo: q.cfg.Hostname, Authenticated: true} // our own notice
 		if _, err := q.local.Deliver(ctx, env, dsn); err != nil {
 			log.Error("delivering notification to the sender", "sender", e.MailFrom, "action", action, "err", err)

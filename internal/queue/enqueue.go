@@ -1,12 +1,10 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/mail"
-	"strings"
 
+	"pimail/internal/message"
 	"pimail/internal/store"
 )
 
@@ -54,17 +52,14 @@ func (q *Queue) sign(ctx context.Context, raw []byte) ([]byte, error) {
 	return signed, nil
 }
 
-// headerFromDomain returns the domain of the first From: address, or "".
+// headerFromDomain returns the domain of the first From: address, or "",
+// read with the message toolkit (as the receiver's DMARC check reads it).
 func headerFromDomain(raw []byte) string {
-	m, err := mail.ReadMessage(bytes.NewReader(raw))
-	if err != nil {
+	addrs, _ := message.Authors(raw)
+	if len(addrs) == 0 {
 		return ""
 	}
-	addrs, err := mail.ParseAddressList(m.Header.Get("From"))
-	if err != nil || len(addrs) == 0 {
-		return ""
-	}
-	return strings.ToLower(domainOf(addrs[0].Address))
+	return message.DomainOf(addrs[0].Addr())
 }
 
 // Forward queues a message forwarded by an alias to remote targets

@@ -290,26 +290,6 @@ func (q *Queue) run(ctx context.Context) {
 	}
 }
 
-// domainOf returns the lower-cased domain of an address ("" without @).
-func domainOf(addr string) string {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == '@' {
-			return toLowerASCII(addr[i+1:])
-		}
-	}
-	return ""
-}
-
-func toLowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
 // backoff is the wait after the n-th failed attempt: RetryInitial doubled
 // per attempt, capped at RetryMax.
 func (q *Queue) backoff(n int) time.Duration {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pimail/internal/admin"
+	"pimail/internal/arc"
 	"pimail/internal/auth"
 	"pimail/internal/autoconfig"
 	"pimail/internal/av"
@@ -114,9 +115,10 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		return nil, err
 	}
 	authn := auth.New(st, logger) // one instance: failed logins count across protocols
+	signer := dkim.NewSigner(st, logger)
 	if p.queue, err = queue.New(queueConfig(cfg), queue.Deps{
 		Store: st, Dir: dir, Local: pipe, Resolver: res,
-		Signer: dkim.NewSigner(st, logger),
+		Signer: signer,
 		Logger: logger, DeliveryLog: p.dlog,
 	}); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
@@ -131,7 +133,9 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	if err != nil {
 		return nil, err
 	}
-	pipe.WithForwarding(p.queue, srs)
+	// Forwarded mail that was authenticated here is ARC-sealed with the
+	// alias domain's DKIM key (RFC 8617).
+	pipe.WithForwarding(p.queue, srs).WithARC(arc.NewSealer(signer))
 	p.queue.Start()
 	if tlsConf != nil {
 		if p.submission, err = submission.New(submission.Config{

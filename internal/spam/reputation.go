@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/publicsuffix"
-
 	"pimail/internal/message"
 	"pimail/internal/store"
 )
@@ -514,17 +512,15 @@ func normAddr(s string) string {
 	return s
 }
 
-func addrDomain(addr string) string {
-	return addr[strings.LastIndexByte(addr, '@')+1:]
-}
-
-// orgDomain is the organizational domain (RFC 7489 §3.2), as DMARC's
-// relaxed alignment compares them.
-func orgDomain(d string) string {
-	if org, err := publicsuffix.EffectiveTLDPlusOne(d); err == nil {
-		return org
+// orgDomainOf is the organizational domain (RFC 7489 §3.2) of an
+// address's domain in A-labels, as DMARC's relaxed alignment compares
+// them (package message).
+func orgDomainOf(addr string) string {
+	d := message.DomainOf(addr)
+	if a, ok := message.ASCIIDomain(d); ok {
+		d = a
 	}
-	return d
+	return message.OrgDomain(d)
 }
 
 // reputationHit asks the reputation source about the message's senders
@@ -551,10 +547,10 @@ func reputationHit(ctx context.Context, src ReputationSource, id int64, in *Inpu
 	spfPass := in.SPF == "pass" && env != ""
 	if from := a.parsed.Envelope.From; len(from) > 0 && from[0].Mailbox != "" && from[0].Host != "" {
 		if addr := normAddr(from[0].Mailbox + "@" + from[0].Host); addr != "" {
-			org := orgDomain(addrDomain(addr))
-			auth := in.DMARC == "pass" || (spfPass && org == orgDomain(addrDomain(env)))
+			org := orgDomainOf(addr)
+			auth := in.DMARC == "pass" || (spfPass && org == orgDomainOf(env))
 			for _, d := range in.DKIMPass {
-				auth = auth || orgDomain(strings.ToLower(strings.TrimSuffix(d, "."))) == org
+				auth = auth || message.OrgDomain(d) == org
 			}
 			ids = append(ids, ident{addr, auth})
 		}

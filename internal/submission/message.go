@@ -1,46 +1,39 @@
 package submission
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
-	"net/mail"
 	"strings"
 	"time"
+
+	"pimail/internal/message"
 )
 
-// headerEnd returns the offset of the body (after the empty line), or
-// len(raw) when the message has no body.
-func headerEnd(raw []byte) int {
-	if bytes.HasPrefix(raw, []byte("\r\n")) {
-		return 2
-	}
-	if i := bytes.Index(raw, []byte("\r\n\r\n")); i >= 0 {
-		return i + 4
-	}
-	return len(raw)
-}
-
-// headerFrom returns the addresses of the From: field (RFC 5322 §3.6.2);
-// false when there is not exactly one parseable From: field.
+// headerFrom returns the addresses of the From: field (RFC 5322 §3.6.2),
+// read with the message toolkit (as the receiver's DMARC check and every
+// reader will read them); false when there is not exactly one From:
+// field or an address in it has no local part or no domain.
 func headerFrom(raw []byte) ([]string, bool) {
-	m, err := mail.ReadMessage(bytes.NewReader(raw[:headerEnd(raw)]))
-	if err != nil {
-		return nil, false
-	}
-	if len(m.Header["From"]) != 1 {
-		return nil, false
-	}
-	list, err := mail.ParseAddressList(m.Header.Get("From"))
-	if err != nil || len(list) == 0 {
+	fields := 0
+	message.ScanFields(raw, func(f message.RawField) bool {
+		if f.Is("From") {
+			fields++
+		}
+		return true
+	})
+	list, complete := message.Authors(raw)
+	if fields != 1 || !complete || len(list) == 0 {
 		return nil, false
 	}
 	out := make([]string, len(list))
 	for i, a := range list {
-		out[i] = a.Address
+		if a.Mailbox == "" || a.Host == "" {
+			return nil, false
+		}
+		out[i] = a.Addr()
 	}
 	return out, true
 }
@@ -49,16 +42,11 @@ func headerFrom(raw []byte) ([]string, bool) {
 // (RFC 6409 §8.2 and §8.3; RFC 5322 §3.6 requires Date, and Message-ID
 // SHOULD be present).
 func completeHeader(raw []byte, hostname string, now time.Time) []byte {
-	end := headerEnd(raw)
-	m, err := mail.ReadMessage(bytes.NewReader(raw[:end]))
-	if err != nil {
-		return raw
-	}
 	var add strings.Builder
-	if m.Header.Get("Date") == "" {
+	if !message.HasField(raw, "Date") {
 		fmt.Fprintf(&add, "Date: %s\r\n", now.Format(time.RFC1123Z))
 	}
-	if m.Header.Get("Message-Id") == "" {
+	if !message.HasField(raw, "Message-ID") {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
 		fmt.Fprintf(&add, "Message-ID: <%s@%s>\r\n", hex.EncodeToString(b), hostname)

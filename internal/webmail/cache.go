@@ -90,19 +90,18 @@ type metaEntry struct {
 // bodyView is the blob-derived part of the read page.
 type bodyView struct {
 	auth        []authResult
-	attachments []attachment
-	plainIdx    int // Walk index of the text/plain body part, -1 for none
-	htmlIdx     int // … text/html
+	layout      layout // the blocks shown and the parts listed
 	textDone    bool
-	text        template.HTML // the plain text, rendered (textDone)
+	text        template.HTML // every block as text, rendered (textDone)
 	remoteDone  bool
-	remoteFound bool // the HTML body refers to remote content (remoteDone)
+	remoteFound bool // an HTML block refers to remote content (remoteDone)
 }
 
-// showHTML says whether the page shows the HTML body (in its frame)
-// rather than the plain text.
+// showHTML says whether the page shows the body formatted (in its
+// frame) rather than as plain text: when it has HTML, and the reader
+// prefers it or there is no plain form.
 func (b *bodyView) showHTML(preferHTML bool) bool {
-	return b.htmlIdx >= 0 && (b.plainIdx < 0 || preferHTML)
+	return b.layout.hasHTML() && (!b.layout.hasPlain() || preferHTML)
 }
 
 // ready says whether b holds what a page showing it needs.
@@ -110,11 +109,11 @@ func (b *bodyView) ready(preferHTML bool) bool {
 	if b.showHTML(preferHTML) {
 		return b.remoteDone
 	}
-	return b.plainIdx < 0 || b.textDone
+	return b.textDone
 }
 
 func (b *bodyView) cost() int {
-	return 512 + len(b.text) + 128*len(b.attachments)
+	return 512 + len(b.text) + 128*len(b.layout.attachments) + 16*len(b.layout.blocks)
 }
 
 // rowsKey names a page of a message list. The cache keeps one rendering

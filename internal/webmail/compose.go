@@ -31,7 +31,7 @@ type composeData struct {
 // formAddr renders an address for a form field: decoded display name,
 // quoted when it holds characters that would split the list.
 func formAddr(a message.Address) string {
-	name := cleanHeaderText(message.DecodeHeaderValue(a.Name))
+	name := message.Visible(cleanHeaderText(message.DecodeHeaderValue(a.Name)))
 	if name == "" {
 		return a.Addr()
 	}
@@ -66,21 +66,10 @@ func prefixSubject(prefix, subj string) string {
 
 var textPolicy = bluemonday.StrictPolicy()
 
-// messageText returns the message's body as plain text: the text/plain
-// part, or the HTML part with its tags removed.
+// messageText returns the message's body as plain text: every displayed
+// block, in its plain form or its HTML form with the tags removed.
 func messageText(raw []byte, root *message.Part) string {
-	plain, html, _, _ := bodyParts(root)
-	if plain != nil {
-		if t, err := message.DecodeText(raw, plain); err == nil {
-			return t
-		}
-	}
-	if html != nil {
-		if t, err := message.DecodeText(raw, html); err == nil {
-			return htmlToText(t)
-		}
-	}
-	return ""
+	return blockText(raw, root, messageLayout(root))
 }
 
 func htmlToText(h string) string {
@@ -142,7 +131,8 @@ func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
 	d.SrcBox, d.SrcUID = l.box.ID, l.meta.UID
 	text := messageText(l.raw, p.Body)
 	_, fromAddr := displayAddr(env.From)
-	fromLabel := p.From
+	// What came with the message is prefilled through message.Visible.
+	fromLabel, subject, to, cc := message.Visible(p.From), message.Visible(p.Subject), message.Visible(p.To), message.Visible(p.Cc)
 	date := p.Date
 	if date.IsZero() {
 		date = l.meta.InternalDate
@@ -177,16 +167,16 @@ func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
 			rest := append(append([]message.Address{}, env.To...), env.Cc...)
 			d.Cc = strings.Join(formAddrs(rest, self), ", ")
 		}
-		d.Subject = prefixSubject("Re:", p.Subject)
+		d.Subject = prefixSubject("Re:", subject)
 		d.Body = "\n" + sig + "\n\nOn " + date.Local().Format("Mon, 2 Jan 2006 15:04") + ", " + fromLabel + " wrote:\n" + quote(text)
 		refs()
 	case "forward":
-		d.Subject = prefixSubject("Fwd:", p.Subject)
+		d.Subject = prefixSubject("Fwd:", subject)
 		var b strings.Builder
 		b.WriteString("\n" + sig + "\n\n---------- Forwarded message ----------\n")
-		fmt.Fprintf(&b, "From: %s\nDate: %s\nSubject: %s\nTo: %s\n", fromLabel, date.Local().Format("Mon, 2 Jan 2006 15:04"), p.Subject, p.To)
-		if p.Cc != "" {
-			fmt.Fprintf(&b, "Cc: %s\n", p.Cc)
+		fmt.Fprintf(&b, "From: %s\nDate: %s\nSubject: %s\nTo: %s\n", fromLabel, date.Local().Format("Mon, 2 Jan 2006 15:04"), subject, to)
+		if cc != "" {
+			fmt.Fprintf(&b, "Cc: %s\n", cc)
 		}
 		b.WriteString("\n" + text)
 		d.Body = b.String()
@@ -198,7 +188,7 @@ func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
 		d.To = strings.Join(formAddrs(env.To, skip), ", ")
 		d.Cc = strings.Join(formAddrs(env.Cc, skip), ", ")
 		d.Bcc = strings.Join(formAddrs(env.Bcc, skip), ", ")
-		d.Subject = p.Subject
+		d.Subject = subject
 		d.Body = text
 		d.Keep = attachments(p.Body)
 		d.InReplyTo = env.InReplyTo

@@ -268,15 +268,16 @@ func hasAttachment(p *message.Part) bool {
 	return found
 }
 
-// displayAddr returns the first address of list as a short label.
+// displayAddr returns the first address of list as a short label, both
+// shown through message.Visible.
 func displayAddr(list []message.Address) (label, addr string) {
 	for _, a := range list {
 		if a.Group != "" || a.End {
 			continue
 		}
-		addr = a.Addr()
+		addr = message.Visible(a.Addr())
 		if a.Name != "" {
-			return message.DecodeHeaderValue(a.Name), addr
+			return message.Visible(message.DecodeHeaderValue(a.Name)), addr
 		}
 		return addr, addr
 	}
@@ -315,7 +316,7 @@ func (s *Server) makeRow(m store.MessageMeta, showTo bool, now time.Time) row {
 	}
 	d := m.InternalDate
 	if p := m.Parsed; p != nil {
-		rw.Subject = p.Subject
+		rw.Subject = message.Visible(p.Subject)
 		if showTo {
 			rw.Who, rw.WhoAddr = displayAddr(p.Envelope.To)
 		} else {

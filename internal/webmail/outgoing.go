@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/quotedprintable"
 	"net/mail"
+	"pimail/internal/message"
 	"strings"
 	"time"
 	"unicode"
@@ -46,8 +47,11 @@ type outgoing struct {
 }
 
 // parseRecipients parses a comma-separated address list as typed in a form
-// field (RFC 5322 syntax, display names allowed). CR or LF anywhere is an
-// error, not something to clean up: it is an injection attempt.
+// field (RFC 5322 syntax, display names allowed) with the message
+// toolkit's strict reading (message.ParseMailboxList: a local part and a
+// domain, nothing left over, no route, no group). CR or LF
+// anywhere is an error, not something to clean up: it is an injection
+// attempt. net/mail's Address only writes the result (RFC 2047 names).
 func parseRecipients(field string) ([]*mail.Address, error) {
 	if strings.ContainsAny(field, "\r\n\x00") {
 		return nil, fmt.Errorf("recipients: %w", errHeaderBreak)
@@ -57,15 +61,16 @@ func parseRecipients(field string) ([]*mail.Address, error) {
 		return nil, nil
 	}
 	field = strings.ReplaceAll(field, ";", ",")
-	list, err := mail.ParseAddressList(field)
+	parsed, err := message.ParseMailboxList(field)
 	if err != nil {
-		return nil, fmt.Errorf("recipients %q: %w", field, err)
+		return nil, fmt.Errorf("recipients: %w", err)
 	}
-	for _, a := range list {
-		if err := checkAddress(a.Address); err != nil {
+	var list []*mail.Address
+	for _, a := range parsed {
+		if err := checkAddress(a.Addr()); err != nil {
 			return nil, err
 		}
-		a.Name = cleanHeaderText(a.Name)
+		list = append(list, &mail.Address{Name: cleanHeaderText(message.DecodeHeaderValue(a.Name)), Address: a.Addr()})
 	}
 	return list, nil
 }

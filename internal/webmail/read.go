@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"net/http"
 	"regexp"
@@ -109,65 +110,6 @@ func (s *Server) loadedOr404(w http.ResponseWriter, r *http.Request, l loaded, e
 	return l, true
 }
 
-// bodyParts finds the displayed text parts: the first text/plain and
-// text/html parts that are not attachments.
-func bodyParts(root *message.Part) (plain, html *message.Part, plainIdx, htmlIdx int) {
-	i := -1
-	root.Walk(func(p *message.Part) bool {
-		i++
-		if p.Type != "text" || p.IsAttachment() {
-			return true
-		}
-		switch p.Subtype {
-		case "plain":
-			if plain == nil {
-				plain, plainIdx = p, i
-			}
-		case "html":
-			if html == nil {
-				html, htmlIdx = p, i
-			}
-		}
-		return plain == nil || html == nil
-	})
-	return
-}
-
-// attachment is one downloadable part.
-type attachment struct {
-	Index int
-	Name  string
-	Type  string
-	Size  string
-}
-
-func attachments(root *message.Part) []attachment {
-	var out []attachment
-	i := -1
-	root.Walk(func(p *message.Part) bool {
-		i++
-		if p.IsAttachment() && len(out) < 500 {
-			out = append(out, attachment{Index: i, Name: safeFilename(p.Filename(), p), Type: p.MIMEType(), Size: formatSize(p.Size)})
-		}
-		return true
-	})
-	return out
-}
-
-// partAt returns the n-th part in Walk order.
-func partAt(root *message.Part, n int) *message.Part {
-	var found *message.Part
-	i := -1
-	root.Walk(func(p *message.Part) bool {
-		i++
-		if i == n {
-			found = p
-		}
-		return found == nil
-	})
-	return found
-}
-
 // authResult is the verdict of one mechanism in Authentication-Results.
 type authResult struct{ Method, Result string }
 
@@ -232,12 +174,14 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	}
 	p := l.meta.Parsed
 	box, _ := v.folderByID(l.box.ID)
-	d := readData{view: v, Box: box, UID: l.meta.UID, Subject: p.Subject, From: p.From, To: p.To, Cc: p.Cc,
-		Targets: v.Folders, Flagged: l.meta.Flags&store.FlagFlagged != 0}
-	d.Title, d.Current = p.Subject, box.ID
+	// Everything that came with the message is shown through
+	// message.Visible: no control or bidi character reaches the page.
+	d := readData{view: v, Box: box, UID: l.meta.UID, Subject: message.Visible(p.Subject), From: message.Visible(p.From),
+		To: message.Visible(p.To), Cc: message.Visible(p.Cc), Targets: v.Folders, Flagged: l.meta.Flags&store.FlagFlagged != 0}
+	d.Title, d.Current = d.Subject, box.ID
 	_, d.FromAddr = displayAddr(p.Envelope.From)
 	if len(p.Envelope.ReplyTo) > 0 {
-		d.ReplyTo = message.DecodeHeaderValue(joinAddrs(p.Envelope.ReplyTo))
+		d.ReplyTo = message.Visible(message.DecodeHeaderValue(joinAddrs(p.Envelope.ReplyTo)))
 	}
 	date := p.Date
 	if date.IsZero() {
@@ -251,8 +195,8 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 		s.httpError(w, r, http.StatusInternalServerError, "The message could not be read.", err)
 		return
 	}
-	d.Auth, d.Attachments = bv.auth, bv.attachments
-	d.HasHTML = bv.htmlIdx >= 0
+	d.Auth, d.Attachments = bv.auth, bv.layout.attachments
+	d.HasHTML = bv.layout.hasHTML()
 	d.ShowHTML = bv.showHTML(r.URL.Query().Get("view") != "text")
 	if d.ShowHTML {
 		pr, err := s.prefs.get(r.Context(), sess.AccountID)
@@ -295,30 +239,24 @@ func (s *Server) bodyView(r *http.Request, l *loaded, preferHTML bool) (*bodyVie
 		c := *bv
 		bv = &c
 	} else {
-		bv = &bodyView{plainIdx: -1, htmlIdx: -1}
+		bv = &bodyView{layout: messageLayout(p.Body)}
 		bv.auth = authResults(l.raw[:min(int(p.Body.BodyStart), len(l.raw))], s.cfg.Hostname)
-		bv.attachments = attachments(p.Body)
-		plain, html, pi, hi := bodyParts(p.Body)
-		if plain != nil {
-			bv.plainIdx = pi
-		}
-		if html != nil {
-			bv.htmlIdx = hi
-		}
 	}
 	showHTML := bv.showHTML(preferHTML)
 	if showHTML && !bv.remoteDone {
-		if body, err := message.DecodeText(l.raw, partAt(p.Body, bv.htmlIdx)); err == nil {
-			bv.remoteFound = hasRemoteContent(body)
+		for _, b := range bv.layout.blocks {
+			if b.html < 0 {
+				continue
+			}
+			if body, err := message.DecodeText(l.raw, partAt(p.Body, b.html)); err == nil && hasRemoteContent(body) {
+				bv.remoteFound = true
+				break
+			}
 		}
 		bv.remoteDone = true
 	}
-	if !showHTML && bv.plainIdx >= 0 && !bv.textDone {
-		text, err := message.DecodeText(l.raw, partAt(p.Body, bv.plainIdx))
-		if err != nil {
-			s.log.Warn("decode text", "err", err)
-		}
-		bv.text = readData{Text: linkify(text)}.TextHTML()
+	if !showHTML && !bv.textDone {
+		bv.text = readData{Text: linkify(blockText(l.raw, p.Body, bv.layout))}.TextHTML()
 		bv.textDone = true
 	}
 	s.bodies.put(l.meta.BlobID, bv, bv.cost())
@@ -366,8 +304,8 @@ func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session
 		return
 	}
 	p := l.meta.Parsed
-	_, htmlPart, _, htmlIdx := bodyParts(p.Body)
-	if htmlPart == nil {
+	lay := messageLayout(p.Body)
+	if !lay.hasHTML() {
 		s.httpError(w, r, http.StatusNotFound, "This message has no HTML body.", nil)
 		return
 	}
@@ -380,19 +318,34 @@ func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session
 		}
 		remote = pr.allowsRemote(from)
 	}
-	key := htmlKey{blob: l.meta.BlobID, part: strconv.Itoa(htmlIdx), remote: remote}
+	key := htmlKey{blob: l.meta.BlobID, part: "all", remote: remote}
 	out, ok := s.sanitize.cache.get(key)
 	if !ok {
 		if err := s.loadRaw(r.Context(), &l); err != nil {
 			s.httpError(w, r, http.StatusInternalServerError, "The message could not be read.", err)
 			return
 		}
-		body, err := message.DecodeText(l.raw, htmlPart)
-		if err != nil {
-			s.httpError(w, r, http.StatusInternalServerError, "The message could not be decoded.", err)
-			return
+		// Every block in order: the HTML form sanitized, a text-only
+		// block as preformatted text.
+		var b strings.Builder
+		images := inlineImages(l.raw, p.Body)
+		for i, bl := range lay.blocks {
+			if i > 0 {
+				b.WriteString("<hr>")
+			}
+			if bl.html >= 0 {
+				if body, err := message.DecodeText(l.raw, partAt(p.Body, bl.html)); err == nil {
+					b.WriteString(s.sanitize.sanitize(body, remote, images))
+				}
+				continue
+			}
+			if text, err := message.DecodeText(l.raw, partAt(p.Body, bl.plain)); err == nil {
+				b.WriteString("<pre>")
+				b.WriteString(html.EscapeString(text))
+				b.WriteString("</pre>")
+			}
 		}
-		out = wrapBody(s.sanitize.sanitize(body, remote, inlineImages(l.raw, p.Body)))
+		out = wrapBody(b.String())
 		s.sanitize.cache.put(key, out)
 	}
 	h := w.Header()

@@ -11,6 +11,7 @@ package webmail
 
 import (
 	"html/template"
+	"pimail/internal/message"
 	"strconv"
 	"strings"
 	"time"
@@ -56,7 +57,7 @@ func safeLinkURL(u string) string {
 // makeListRow is makeRow for a row of the store's list view.
 func makeListRow(boxID int64, it *store.ListItem, showTo bool, now time.Time) row {
 	rw := row{
-		Box: boxID, UID: it.UID, Size: formatSize(it.Size), Subject: it.Subject,
+		Box: boxID, UID: it.UID, Size: formatSize(it.Size), Subject: message.Visible(it.Subject),
 		Seen: it.Flags&store.FlagSeen != 0, Flagged: it.Flags&store.FlagFlagged != 0,
 		Answered: it.Flags&store.FlagAnswered != 0, Draft: it.Flags&store.FlagDraft != 0,
 		Junk: hasKeyword(it.Keywords, "$Junk"), Attachment: it.HasAttachment,
@@ -66,6 +67,7 @@ func makeListRow(boxID int64, it *store.ListItem, showTo bool, now time.Time) ro
 	} else {
 		rw.Who, rw.WhoAddr = firstAddr(it.From)
 	}
+	rw.Who, rw.WhoAddr = message.Visible(rw.Who), message.Visible(rw.WhoAddr)
 	d := it.InternalDate
 	if !it.Date.IsZero() && it.Date.Before(now.Add(24*time.Hour)) {
 		d = it.Date

@@ -16,8 +16,9 @@ import (
 // Layout: a version byte
 // (1); the strings Date, Subject, In-Reply-To, Message-ID; then the six
 // address lists From, Sender, Reply-To, To, Cc, Bcc, each a count and per
-// address a flag byte (1: group end marker) and the strings Name, Mailbox,
-// Host, Group. A string is its length (uvarint) and its bytes.
+// address a flag byte (1: group end marker, 2: a route follows) and the
+// strings Name, Mailbox, Host, Group, and Route when flagged. A string is
+// its length (uvarint) and its bytes.
 
 const version = 1
 
@@ -27,7 +28,7 @@ func Encode(e *message.Envelope) []byte {
 	lists := [6][]message.Address{e.From, e.Sender, e.ReplyTo, e.To, e.Cc, e.Bcc}
 	for _, l := range lists {
 		for _, a := range l {
-			n += 8 + len(a.Name) + len(a.Mailbox) + len(a.Host) + len(a.Group)
+			n += 9 + len(a.Name) + len(a.Mailbox) + len(a.Host) + len(a.Group) + len(a.Route)
 		}
 	}
 	b := make([]byte, 0, n)
@@ -48,11 +49,17 @@ func Encode(e *message.Envelope) []byte {
 			if a.End {
 				f = 1
 			}
+			if a.Route != "" {
+				f |= 2
+			}
 			b = append(b, f)
 			str(a.Name)
 			str(a.Mailbox)
 			str(a.Host)
 			str(a.Group)
+			if a.Route != "" {
+				str(a.Route)
+			}
 		}
 	}
 	return b
@@ -154,8 +161,12 @@ func DecodeShared(data []byte, addrs *Arena) (message.Envelope, error) {
 			}
 			a := &l[j]
 			a.End = data[i]&1 != 0
+			route := data[i]&2 != 0
 			i++
 			a.Name, a.Mailbox, a.Host, a.Group = str(), str(), str(), str()
+			if route {
+				a.Route = str()
+			}
 		}
 		lists[li] = l
 	}

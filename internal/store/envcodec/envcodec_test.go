@@ -13,6 +13,7 @@ var samples = []string{
 	"From: \"A \\\"q\\\" B\" <a@example.org>\r\nTo: undisclosed:;, g: x@y.z, w@v.u;\r\nSubject: =?utf-8?q?h=C3=A9llo?= <tag> & \"x\"\r\nDate: Tue, 5 Mar 2024 10:00:00 +0100\r\nMessage-ID: <m1@x>\r\nIn-Reply-To: <p@x>\r\n\r\nbody\r\n",
 	"From: J\xc3\xb6rg <j@example.net>, =?iso-8859-1?q?J=FCrgen?= <juergen@example.de>\r\nSender: s@example.net\r\nReply-To: r@example.net\r\nCc: c@example.org\r\nBcc: b@example.org\r\n\r\n",
 	"From: bad \xff utf8 <x@example.org>\nSubject: bad \xff utf8\n\nlf only\n",
+	"From: Routed <@relay.example,@other.example:a@example.org>\r\nTo: plain@example.org\r\n\r\nsource route\r\n",
 	"\r\nno header at all\r\n",
 	"",
 }

@@ -64,6 +64,8 @@ func jsonAddresses(data []byte) ([]message.Address, bool) {
 				a.Host, ok = jsonString(v)
 			case "g":
 				a.Group, ok = jsonString(v)
+			case "r":
+				a.Route, ok = jsonString(v)
 			case "e":
 				switch string(v) {
 				case "true":
