@@ -50,3 +50,26 @@ func BenchmarkDeliverOneMailbox(b *testing.B) {
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }
+
+// BenchmarkAppendOne appends one message at a time (IMAP APPEND from one
+// client) and reports msgs/s.
+func BenchmarkAppendOne(b *testing.B) {
+	s := openTest(b)
+	c := context.Background()
+	if _, err := s.AddDomain(c, "example.org"); err != nil {
+		b.Fatal(err)
+	}
+	a, err := s.AddAccount(c, "user@example.org", "hash")
+	if err != nil {
+		b.Fatal(err)
+	}
+	inbox, _ := s.Mailbox(c, a.ID, "INBOX")
+	start := time.Now()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.Append(c, inbox.ID, testMessage(i), 0, nil, time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
