@@ -118,6 +118,8 @@ echo "migrating"
 "$tmp/pimail" migrate --data "$data" --to "$url" --dry-run
 /usr/bin/time -f "migrate: %e s, max RSS %M KiB" "$tmp/pimail" migrate --data "$data" --to "$url"
 
+psql=$(compgen -G '/usr/lib/postgresql/*/bin/psql' | tail -1)
+echo "PostgreSQL store: $("$psql" -At "$url" -c "SELECT 'database ' || pg_size_pretty(pg_database_size(current_database())) || '; blob_data ' || pg_size_pretty(pg_total_relation_size('blob_data')) || ', blob_text ' || pg_size_pretty(pg_relation_size('blob_text') + coalesce(pg_relation_size(reltoastrelid), 0)) || ' + trigram indexes ' || pg_size_pretty(pg_relation_size('blob_text_body') + pg_relation_size('blob_text_header')) || ', blob_meta ' || pg_size_pretty(pg_total_relation_size('blob_meta')) || ', mail ' || pg_size_pretty(pg_total_relation_size('mail')) FROM pg_class WHERE relname = 'blob_text'")"
 serve --database "$url"
 after=$(python3 "$tmp/snapshot.py" "$imap" "$pw" read)
 echo "after (PostgreSQL): $after"
