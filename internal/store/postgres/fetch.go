@@ -16,22 +16,30 @@ import (
 	"pimail/internal/store/envcodec"
 )
 
-// Reads of a mailbox run in one repeatable-read transaction that first
-// finds the mailbox (ErrNotFound rather than an empty list), so that the
-// mailbox and its rows come from one snapshot.
+// A read of a mailbox's messages is one statement, which sees one
+// snapshot, sent without a transaction around it (every round trip
+// counts when the database is another process or machine); only when it
+// finds no row does a second statement tell an empty mailbox from one
+// that does not exist (ErrNotFound).
 
-// readMailbox runs fn in a read transaction after finding the mailbox.
-func (s *Store) readMailbox(ctx context.Context, mailboxID int64, fn func(tx pgx.Tx, mb store.Mailbox) error) error {
-	return s.readTx(ctx, func(tx pgx.Tx) error {
-		mb, err := scanMailbox(tx.QueryRow(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE id = $1", mailboxID))
-		if noRows(err) {
-			return fmt.Errorf("mailbox %d: %w", mailboxID, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("mailbox %d: %w", mailboxID, err)
-		}
-		return fn(tx, mb)
-	})
+// readMailbox runs fn, which reads the mailbox's messages with the
+// statements of q and returns how many it found.
+func (s *Store) readMailbox(ctx context.Context, mailboxID int64, fn func(q querier) (int, error)) error {
+	n, err := fn(s.pool)
+	if err != nil {
+		return storeErr(err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var ok bool
+	if err := s.readRow(ctx, "SELECT EXISTS (SELECT 1 FROM mailboxes WHERE id = $1)", mailboxID).Scan(&ok); err != nil {
+		return storeErr(fmt.Errorf("mailbox %d: %w", mailboxID, err))
+	}
+	if !ok {
+		return fmt.Errorf("mailbox %d: %w", mailboxID, store.ErrNotFound)
+	}
+	return nil
 }
 
 const metaCols = "m.uid, m.modseq, m.flags, m.keywords, m.internal_date, m.blob_id, b.size"
@@ -57,21 +65,23 @@ func (ms *metaScan) meta(mailboxID int64) store.MessageMeta {
 
 // forMessages runs a query of the mailbox's messages in uids (metaCols
 // plus extra columns, from mail m JOIN blobs b and what join adds) and
-// calls fn for each row, ascending UID.
-func forMessages(ctx context.Context, tx pgx.Tx, mailboxID int64, uids store.UIDSet, extraCols, join string, extra []any, fn func(m store.MessageMeta) error) error {
+// calls fn for each row, ascending UID; it returns the rows read.
+func forMessages(ctx context.Context, q querier, mailboxID int64, uids store.UIDSet, extraCols, join string, extra []any, fn func(m store.MessageMeta) error) (int, error) {
 	ss := spans(uids)
 	p := params{mailboxID}
 	cond, _ := uidCond("m.uid", ss, &p)
-	rows, _ := tx.Query(ctx, "SELECT "+metaCols+extraCols+" FROM mail m JOIN blobs b ON b.id = m.blob_id"+join+
+	rows, _ := q.Query(ctx, "SELECT "+metaCols+extraCols+" FROM mail m JOIN blobs b ON b.id = m.blob_id"+join+
 		" WHERE m.mailbox_id = $1 AND "+cond+" ORDER BY m.uid", p...)
 	var sc metaScan
+	n := 0
 	_, err := pgx.ForEachRow(rows, sc.dest(extra...), func() error {
+		n++
 		if !inSpans(ss, sc.m.UID) {
 			return nil
 		}
 		return fn(sc.meta(mailboxID))
 	})
-	return err
+	return n, err
 }
 
 // UIDs lists the mailbox's messages in ascending UID order, without
@@ -84,10 +94,10 @@ func (s *Store) UIDs(ctx context.Context, mailboxID int64) ([]store.MessageMeta,
 // when empty), in ascending UID order.
 func (s *Store) Fetch(ctx context.Context, mailboxID int64, uids store.UIDSet, opts store.FetchOptions) ([]store.MessageMeta, error) {
 	var out []store.MessageMeta
-	err := s.readMailbox(ctx, mailboxID, func(tx pgx.Tx, _ store.Mailbox) error {
+	err := s.readMailbox(ctx, mailboxID, func(q querier) (int, error) {
 		out = nil
 		if !opts.Parsed {
-			return forMessages(ctx, tx, mailboxID, uids, "", "", nil, func(m store.MessageMeta) error {
+			return forMessages(ctx, q, mailboxID, uids, "", "", nil, func(m store.MessageMeta) error {
 				out = append(out, m)
 				return nil
 			})
@@ -97,7 +107,7 @@ func (s *Store) Fetch(ctx context.Context, mailboxID int64, uids store.UIDSet, o
 			date                                 *int64
 			offset                               int32
 		)
-		return forMessages(ctx, tx, mailboxID, uids,
+		return forMessages(ctx, q, mailboxID, uids,
 			", i.subject, i.from_addr, i.to_addr, i.cc_addr, i.bcc_addr, i.date, i.date_offset, i.refs, i.parsed",
 			" JOIN blob_meta i ON i.blob_id = m.blob_id",
 			[]any{&subject, &from, &to, &cc, &bcc, &date, &offset, &refs, &pj},
@@ -129,11 +139,11 @@ func (s *Store) Fetch(ctx context.Context, mailboxID int64, uids store.UIDSet, o
 // §7.5.2), decoded from the compact form (envcodec) kept per blob.
 func (s *Store) FetchEnvelopes(ctx context.Context, mailboxID int64, uids store.UIDSet) ([]store.MessageMeta, error) {
 	var out []store.MessageMeta
-	err := s.readMailbox(ctx, mailboxID, func(tx pgx.Tx, _ store.Mailbox) error {
+	err := s.readMailbox(ctx, mailboxID, func(q querier) (int, error) {
 		out = nil
 		var arena envcodec.Arena
 		var env []byte
-		return forMessages(ctx, tx, mailboxID, uids, ", i.envelope", " JOIN blob_meta i ON i.blob_id = m.blob_id", []any{&env},
+		return forMessages(ctx, q, mailboxID, uids, ", i.envelope", " JOIN blob_meta i ON i.blob_id = m.blob_id", []any{&env},
 			func(m store.MessageMeta) error {
 				// env is a copy of the row's (pgx copies bytea): the
 				// envelope's strings may point into it.
@@ -168,10 +178,10 @@ func (s *Store) FetchHeaders(ctx context.Context, mailboxID int64, uids store.UI
 		out     []store.MessageMeta
 		headers [][]byte
 	)
-	err := s.readMailbox(ctx, mailboxID, func(tx pgx.Tx, _ store.Mailbox) error {
+	err := s.readMailbox(ctx, mailboxID, func(q querier) (int, error) {
 		out, headers = nil, nil
 		var h []byte
-		return forMessages(ctx, tx, mailboxID, uids, ", i.header", " JOIN blob_meta i ON i.blob_id = m.blob_id", []any{&h},
+		return forMessages(ctx, q, mailboxID, uids, ", i.header", " JOIN blob_meta i ON i.blob_id = m.blob_id", []any{&h},
 			func(m store.MessageMeta) error {
 				out = append(out, m)
 				headers = append(headers, h)
@@ -191,57 +201,61 @@ func (s *Store) FetchHeadersBuffered(ctx context.Context, mailboxID int64, uids 
 	return metas, headers, noRelease, err
 }
 
-// changedQ lists the messages of mailbox $1 whose MODSEQ is above $2, in
-// UID order, in two parts: those changed since their creation, from the
-// partial index that holds just them, and the unchanged ones created
-// after $2, the UIDs above the last message created at or before it
-// (UIDs and creation MODSEQs grow together).
-const changedQ = `SELECT ` + metaCols + ` FROM mail m JOIN blobs b ON b.id = m.blob_id
+// changesQ answers Changes in one statement, which sees one snapshot:
+// the mailbox's counters (kind 0), the messages of mailbox $1 whose
+// MODSEQ is above $2 (kind 1) and the UIDs expunged after $2 (kind 2).
+// The messages come in two parts: those changed since their creation,
+// from the partial index that holds just them, and the unchanged ones
+// created after $2, the UIDs above the last message created at or before
+// it (UIDs and creation MODSEQs grow together). When tombstones after $2
+// were pruned (pruneTombstones), every UID below UIDNEXT that is not in
+// the mailbox counts as expunged.
+const changesQ = `WITH mb AS (SELECT uidnext, highestmodseq, expunged_floor FROM mailboxes WHERE id = $1)
+SELECT 0 AS kind, uidnext AS a, highestmodseq AS b, 0 AS c, '' AS d, 0::bigint AS e, 0::bigint AS f, 0::bigint AS g FROM mb
+UNION ALL
+SELECT 1, ` + metaCols + ` FROM mail m JOIN blobs b ON b.id = m.blob_id
 	WHERE m.mailbox_id = $1 AND m.modseq > $2 AND m.modseq <> m.created_modseq
 UNION ALL
-SELECT ` + metaCols + ` FROM mail m JOIN blobs b ON b.id = m.blob_id
+SELECT 1, ` + metaCols + ` FROM mail m JOIN blobs b ON b.id = m.blob_id
 	WHERE m.mailbox_id = $1 AND m.modseq = m.created_modseq AND m.uid > coalesce((SELECT uid FROM mail
 		WHERE mailbox_id = $1 AND created_modseq <= $2 ORDER BY uid DESC LIMIT 1), 0)
-ORDER BY 1`
+UNION ALL
+SELECT 2, uid, 0, 0, '', 0, 0, 0 FROM expunged
+	WHERE mailbox_id = $1 AND modseq > $2 AND $2 >= (SELECT expunged_floor FROM mb)
+UNION ALL
+SELECT 2, u, 0, 0, '', 0, 0, 0 FROM generate_series(1, (SELECT uidnext FROM mb) - 1) u
+	WHERE $2 < (SELECT expunged_floor FROM mb) AND NOT EXISTS (SELECT 1 FROM mail WHERE mailbox_id = $1 AND uid = u)
+ORDER BY 1, 2`
 
 // Changes lists the messages added or changed and the UIDs expunged
 // after sinceModSeq (RFC 7162 CONDSTORE / QRESYNC).
 func (s *Store) Changes(ctx context.Context, mailboxID int64, sinceModSeq uint64) (store.Changes, error) {
 	var ch store.Changes
-	err := s.readMailbox(ctx, mailboxID, func(tx pgx.Tx, mb store.Mailbox) error {
-		ch = store.Changes{HighestModSeq: mb.HighestModSeq, UIDNext: mb.UIDNext}
-		rows, _ := tx.Query(ctx, changedQ, mailboxID, int64(sinceModSeq))
-		var sc metaScan
-		if _, err := pgx.ForEachRow(rows, sc.dest(), func() error {
+	rows, _ := s.pool.Query(ctx, changesQ, mailboxID, int64(sinceModSeq))
+	var (
+		kind  int
+		sc    metaScan
+		found bool
+	)
+	_, err := pgx.ForEachRow(rows, append([]any{&kind}, sc.dest()...), func() error {
+		switch kind {
+		case 0:
+			found = true
+			ch.UIDNext, ch.HighestModSeq = sc.m.UID, sc.m.ModSeq
+		case 1:
 			ch.Updated = append(ch.Updated, sc.meta(mailboxID))
-			return nil
-		}); err != nil {
-			return fmt.Errorf("changes: %w", err)
-		}
-		var floor int64
-		if err := tx.QueryRow(ctx, "SELECT expunged_floor FROM mailboxes WHERE id = $1", mailboxID).Scan(&floor); err != nil {
-			return fmt.Errorf("changes: %w", err)
-		}
-		var err error
-		if int64(sinceModSeq) < floor {
-			// Tombstones after sinceModSeq were pruned: every UID
-			// below UIDNEXT that is not in the mailbox.
-			rows, _ := tx.Query(ctx, `SELECT u FROM generate_series(1, $2::bigint - 1) u
-				WHERE NOT EXISTS (SELECT 1 FROM mail WHERE mailbox_id = $1 AND uid = u) ORDER BY u`, mailboxID, int64(mb.UIDNext))
-			ch.Expunged, err = pgx.CollectRows(rows, pgx.RowTo[uint32])
-		} else {
-			rows, _ := tx.Query(ctx, "SELECT uid FROM expunged WHERE mailbox_id = $1 AND modseq > $2 ORDER BY uid", mailboxID, int64(sinceModSeq))
-			ch.Expunged, err = pgx.CollectRows(rows, pgx.RowTo[uint32])
-		}
-		if err != nil {
-			return fmt.Errorf("changes: %w", err)
-		}
-		if len(ch.Expunged) == 0 {
-			ch.Expunged = nil
+		case 2:
+			ch.Expunged = append(ch.Expunged, sc.m.UID)
 		}
 		return nil
 	})
-	return ch, err
+	if err != nil {
+		return store.Changes{}, storeErr(fmt.Errorf("changes: %w", err))
+	}
+	if !found {
+		return store.Changes{}, fmt.Errorf("mailbox %d: %w", mailboxID, store.ErrNotFound)
+	}
+	return ch, nil
 }
 
 // OpenBlob returns the raw message bytes of a blob and their size.

@@ -158,21 +158,22 @@ func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string)
 	if err != nil {
 		return store.MailboxStatus{}, err
 	}
+	// One statement: the counters and the mailbox from one snapshot.
 	var st store.MailboxStatus
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		m, err := scanMailbox(tx.QueryRow(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = $1 AND name = $2", accountID, n))
-		if noRows(err) {
-			return fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("mailbox %q: %w", n, err)
-		}
-		st.Mailbox = m
-		return tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE flags & $1 = 0), coalesce(sum(b.size), 0)::bigint
-			FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mailbox_id = $2`, store.FlagSeen, m.ID).
-			Scan(&st.Messages, &st.Unseen, &st.Size)
-	})
-	return st, err
+	m := &st.Mailbox
+	err = s.readRow(ctx, "SELECT "+mailboxCols+`, c.n, c.unseen, c.size FROM mailboxes,
+		LATERAL (SELECT count(*) AS n, count(*) FILTER (WHERE flags & $3 = 0) AS unseen, coalesce(sum(b.size), 0)::bigint AS size
+			FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mailbox_id = mailboxes.id) c
+		WHERE account_id = $1 AND name = $2`, accountID, n, store.FlagSeen).
+		Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq,
+			&st.Messages, &st.Unseen, &st.Size)
+	if noRows(err) {
+		return store.MailboxStatus{}, fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.MailboxStatus{}, storeErr(fmt.Errorf("mailbox status %q: %w", n, err))
+	}
+	return st, nil
 }
 
 // CreateMailbox creates a mailbox and any missing superior names.

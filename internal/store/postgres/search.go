@@ -28,11 +28,11 @@ import (
 // whether the index pays.
 func (s *Store) Search(ctx context.Context, mailboxID int64, q store.SearchQuery) (store.SearchResult, error) {
 	var res store.SearchResult
-	err := s.readMailbox(ctx, mailboxID, func(tx pgx.Tx, _ store.Mailbox) error {
+	err := s.readMailbox(ctx, mailboxID, func(tx querier) (int, error) {
 		res = store.SearchResult{}
 		c := &searchSQL{args: params{pgx.QueryExecModeExec, mailboxID}, headers: map[[2]string]string{}}
 		if err := c.compile(ctx, tx, mailboxID, q, 0); err != nil {
-			return err
+			return 0, err
 		}
 		joins := " JOIN blobs b ON b.id = m.blob_id JOIN blob_meta i ON i.blob_id = m.blob_id"
 		if c.needText {
@@ -47,7 +47,7 @@ func (s *Store) Search(ctx context.Context, mailboxID int64, q store.SearchQuery
 			res.ModSeqs = append(res.ModSeqs, ms)
 			return nil
 		})
-		return err
+		return len(res.UIDs), err
 	})
 	if err != nil {
 		return store.SearchResult{}, err
@@ -80,7 +80,7 @@ func (c *searchSQL) raw(s string) { c.sb.WriteString(s) }
 // likeContains is a LIKE pattern for "contains s".
 func likeContains(s string) string { return "%" + likeEscaper.Replace(s) + "%" }
 
-func (c *searchSQL) compile(ctx context.Context, tx pgx.Tx, mailboxID int64, q store.SearchQuery, depth int) error {
+func (c *searchSQL) compile(ctx context.Context, tx querier, mailboxID int64, q store.SearchQuery, depth int) error {
 	if depth > maxSearchDepth {
 		return fmt.Errorf("search program nested too deeply: %w", store.ErrInvalid)
 	}
@@ -166,7 +166,7 @@ func (c *searchSQL) compile(ctx context.Context, tx pgx.Tx, mailboxID int64, q s
 // named field whose decoded value contains needle ("" : the field is
 // there): the searchable header's "name: …value…" narrows them, the
 // stored header decides.
-func headerMatches(ctx context.Context, tx pgx.Tx, mailboxID int64, field, needle string) ([]int64, error) {
+func headerMatches(ctx context.Context, tx querier, mailboxID int64, field, needle string) ([]int64, error) {
 	pat := "%" + likeEscaper.Replace(strings.ToLower(field)+": ") + "%" + likeEscaper.Replace(strings.ToLower(needle)) + "%"
 	rows, _ := tx.Query(ctx, `SELECT DISTINCT m.blob_id, i.header FROM mail m JOIN blob_text t ON t.blob_id = m.blob_id
 		JOIN blob_meta i ON i.blob_id = m.blob_id WHERE m.mailbox_id = $1 AND t.header LIKE $2`,
