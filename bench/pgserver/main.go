@@ -19,8 +19,13 @@ import (
 
 func main() {
 	n := flag.Int("n", 1, "databases to create")
+	var opts pgtest.Options
+	flag.Func("set", "a postgresql.conf line, KEY = VALUE (repeatable), e.g. \"log_statement = 'all'\"", func(v string) error {
+		opts.Settings = append(opts.Settings, v)
+		return nil
+	})
 	flag.Parse()
-	srv, err := pgtest.Start(pgtest.Options{})
+	srv, err := pgtest.Start(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pgserver:", err)
 		os.Exit(1)
