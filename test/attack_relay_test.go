@@ -10,6 +10,7 @@ import (
 // nothing may be queued for delivery elsewhere (RFC 5321 §3.6.2, §3.9;
 // RFC 2505 §2 lists the tricks).
 func TestAttackOpenRelay(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	srv.AddAccounts("relayvictim")
 	srv.Start()

@@ -30,6 +30,7 @@ func upgrade(t *testing.T, c net.Conn) (*tls.Conn, *bufio.Reader) {
 // server must discard anything it read before the TLS handshake, so the
 // first answer over TLS is to the first command sent over TLS.
 func TestAttackSTARTTLSInjection(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	srv.AddAccounts("tlsvictim")
 	l := withListeners(t, "pop3")

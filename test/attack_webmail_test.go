@@ -79,6 +79,7 @@ func attachmentMessage() []byte {
 // and URL paths that climb out of /static/ or a mailbox never return
 // files from the server.
 func TestAttackWebmailDownload(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "[spam]\nenabled = false\n[av]\nattachment_policy = false\n")
 	users := srv.AddAccounts("webvictim", "webbob")
 	user := users[0]

@@ -27,10 +27,11 @@ const testEICAR = `X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FIL
 // clamd stopped, the default policy defers with 451 and the "accept"
 // policy delivers the message tagged as unscanned.
 func TestClamdAtDATA(t *testing.T) {
+	t.Parallel()
 	sock, stop := startRealClamd(t)
 	for _, down := range []string{"defer", "accept"} {
 		t.Run("clamd_down="+down, func(t *testing.T) {
-			cfg := fmt.Sprintf("[av]\nclamd = \"unix:%s\"\nclamd_timeout = \"10s\"\nclamd_down = %q\n", sock, down)
+			cfg := fmt.Sprintf("[av]\nclamd = \"unix:%s\"\nclamd_timeout = \"10s\"\nclamd_down = %q\n[spam]\nenabled = false\n", sock, down)
 			srv := NewServer(t, cfg)
 			rcpt := srv.AddAccounts("virus")[0]
 			srv.Start()

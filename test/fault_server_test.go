@@ -33,11 +33,12 @@ type Listeners struct {
 	HTTP        string
 	IMAPS       string
 	POP3S       string // implicit TLS (995)
+	HTTPS       string
 	ManageSieve string
 }
 
 // withListeners picks free loopback ports for the listeners named
-// ("submission", "submissions", "pop3", "pop3s", "http", "imaps",
+// ("submission", "submissions", "pop3", "pop3s", "http", "https", "imaps",
 // "managesieve").
 func withListeners(t *testing.T, names ...string) Listeners {
 	t.Helper()
@@ -52,6 +53,8 @@ func withListeners(t *testing.T, names ...string) Listeners {
 			l.POP3 = freeAddr(t)
 		case "http":
 			l.HTTP = freeAddr(t)
+		case "https":
+			l.HTTPS = freeAddr(t)
 		case "imaps":
 			l.IMAPS = freeAddr(t)
 		case "pop3s":

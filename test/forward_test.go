@@ -108,6 +108,7 @@ func (s *captureSession) Logout() error { return nil }
 // secret is on disk), goes back to the original sender with the null
 // sender; a forged one is refused at RCPT.
 func TestForwardSRS(t *testing.T) {
+	t.Parallel()
 	mx := startCaptureMX(t)
 	srv := NewServer(t, fmt.Sprintf("[queue]\nmta_sts = false\nretry_initial = \"1s\"\n[queue.transports.\"remote.test\"]\nhost = %q\n", mx.addr))
 	users := srv.AddAccounts("carol")

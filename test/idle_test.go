@@ -11,7 +11,7 @@ import (
 // TestIdleSeesDelivery checks that a client in IDLE on INBOX learns of a
 // new message (an untagged EXISTS) within a second of the SMTP 250.
 func TestIdleSeesDelivery(t *testing.T) {
-	srv := NewServer(t, "")
+	srv := NewServer(t, "[spam]\nenabled = false\n") // not about spam: every message to INBOX
 	users := srv.AddAccounts("idler")
 	srv.Start()
 	idleSeesDelivery(t, srv, srv, users)

@@ -12,6 +12,7 @@ import (
 // for "n:*", which is "2:n"), but the session must go on and the server
 // must stay up: one user's typo must not end everyone's sessions.
 func TestIMAPSequenceOutOfRange(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("seqrange")[0]
 	srv.Start()

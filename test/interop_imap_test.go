@@ -2,11 +2,9 @@ package blackbox
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -136,6 +134,7 @@ func setLocalFlags(t *testing.T, maildir, path, letters string) {
 // messages on either side propagate on the second, and a third finds
 // nothing to do.
 func TestInteropMbsyncBothWays(t *testing.T) {
+	t.Parallel()
 	mbsync := requireTool(t, "mbsync")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("sync")[0]
@@ -306,7 +305,6 @@ func mapsEqual(a, b map[string]string) bool {
 func runMutt(t *testing.T, srv *Server, user, extra string) string {
 	t.Helper()
 	mutt := requireTool(t, "mutt")
-	script := requireTool(t, "script")
 	dir := t.TempDir()
 	rc := fmt.Sprintf(`set imap_user = "%s"
 set imap_pass = "%s"
@@ -331,25 +329,7 @@ set quit = yes
 	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	muttCmd := fmt.Sprintf("%s -n -F %s -f imap://%s/INBOX", mutt, rcPath, srv.IMAP)
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdinW.Close() // stdin never ends: no stray key reaches mutt
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, script, "-q", "-e", "-c", muttCmd, "/dev/null")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOME="+dir, "TERM=xterm", "COLUMNS=132", "LINES=40")
-	cmd.Stdin = stdinR
-	cmd.WaitDelay = 5 * time.Second
-	screen, err := cmd.CombinedOutput()
-	stdinR.Close()
-	if err != nil {
-		t.Fatalf("mutt under script: %v (timeout: %v)\nscreen: %q", err, ctx.Err() != nil, clip(string(screen), 4000))
-	}
-	return string(screen)
+	return runInTerminal(t, dir, fmt.Sprintf("%s -n -F %s -f imap://%s/INBOX", mutt, rcPath, srv.IMAP))
 }
 
 // TestInteropMuttReadAndMove has mutt read every message of a mailbox of
@@ -357,6 +337,7 @@ set quit = yes
 // messages by a header pattern and save them to a new folder, which moves
 // them: they must be in Archive, unchanged, and gone from INBOX.
 func TestInteropMuttReadAndMove(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("mutt")[0]
 	srv.Start()
@@ -407,6 +388,7 @@ push "<tag-pattern>~h 'X-Interop-ID: 1[0-9]\$'<enter><tag-prefix><save-message>=
 // TestInteropPOP3Poplib runs test/py/pop3check.py, which drives every
 // POP3 command with Python's poplib against a maildrop of real mail.
 func TestInteropPOP3Poplib(t *testing.T) {
+	t.Parallel()
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("pop")[0]

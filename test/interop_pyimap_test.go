@@ -15,6 +15,7 @@ import (
 // APPENDLIMIT, UNSELECT, ENABLE, IDLE, NAMESPACE, ID, LITERAL+, BINARY)
 // with Python's imaplib against a new account and checks the answers.
 func TestInteropIMAPImaplib(t *testing.T) {
+	t.Parallel()
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("pyimap")[0]
@@ -35,6 +36,7 @@ func TestInteropIMAPImaplib(t *testing.T) {
 // certificate and host name against the self-signed certificate in the
 // data directory, and read the INBOX back byte for byte.
 func TestInteropTLSClients(t *testing.T) {
+	t.Parallel()
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("tlsclient")[0]

@@ -9,6 +9,7 @@ import (
 // on catches what it must: changed bytes, non-trace fields in front, no
 // Received: field, and a changed line ending.
 func TestCheckDelivered(t *testing.T) {
+	t.Parallel()
 	sent := []byte("Received: from original\r\nSubject: hi\r\n\r\nbody\r\n")
 	trace := "Return-Path: <a@example.org>\r\nReceived: from client.example\r\n\tby test.local; Mon, 2 Jan 2006 15:04:05 +0000\r\n"
 	for _, c := range []struct {
@@ -46,6 +47,7 @@ func TestCheckDelivered(t *testing.T) {
 func toLFString(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
 func TestDotStuff(t *testing.T) {
+	t.Parallel()
 	got := string(dotStuff([]byte(".a\r\nb\r\n..c\r\n")))
 	if want := "..a\r\nb\r\n...c\r\n.\r\n"; got != want {
 		t.Errorf("dotStuff = %q, want %q", got, want)

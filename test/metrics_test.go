@@ -48,6 +48,7 @@ type metricDelta struct {
 // after the sessions close, logins, failed logins, commands by name and
 // failed commands. Exact counts where the test controls every session.
 func TestMetricsIMAPPOP3(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "[spam]\nenabled = false\n")
 	user := srv.AddAccounts("counted")[0]
 	l := withListeners(t, "pop3", "http")

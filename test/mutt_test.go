@@ -21,7 +21,6 @@ import (
 func muttCopyInbox(t *testing.T, srv *Server, user string) map[string][]byte {
 	t.Helper()
 	mutt := requireTool(t, "mutt")
-	script := requireTool(t, "script")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "piped")
 	if err := os.Mkdir(out, 0o700); err != nil {
@@ -54,28 +53,38 @@ push "<tag-pattern>~A<enter><tag-prefix><pipe-message><kill-line>cat > \$(mktemp
 	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	muttCmd := fmt.Sprintf("%s -n -F %s -f imap://%s/INBOX", mutt, rcPath, srv.IMAP)
+	screen := runInTerminal(t, dir, fmt.Sprintf("%s -n -F %s -f imap://%s/INBOX", mutt, rcPath, srv.IMAP))
+	got := readFiles(t, out)
+	if len(got) == 0 {
+		t.Errorf("mutt piped no message; its screen:\n%q", clip(screen, 4000))
+	}
+	return got
+}
 
+// runInTerminal runs a curses mail client's command line under script(1),
+// which gives it a pseudo-terminal, in dir with HOME there; its standard
+// input is a pipe held open and never written, so no stray key reaches
+// it (its keys come from a push in its configuration). It returns the
+// screen output and fails the test on a non-zero exit or after 90 s.
+func runInTerminal(t *testing.T, dir, cmdline string) string {
+	t.Helper()
+	script := requireTool(t, "script")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, script, "-q", "-e", "-c", muttCmd, "/dev/null")
+	cmd := exec.CommandContext(ctx, script, "-q", "-e", "-c", cmdline, "/dev/null")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+dir, "TERM=xterm", "COLUMNS=132", "LINES=40")
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdinW.Close() // held open until mutt is done: stdin never ends
+	defer stdinW.Close() // held open until the client is done: stdin never ends
 	cmd.Stdin = stdinR
 	cmd.WaitDelay = 5 * time.Second
 	screen, err := cmd.CombinedOutput()
 	stdinR.Close()
 	if err != nil {
-		t.Fatalf("mutt under script: %v (timeout: %v)\nscreen: %q", err, ctx.Err() != nil, clip(string(screen), 4000))
+		t.Fatalf("%s under script: %v (timeout: %v)\nscreen: %q", cmdline, err, ctx.Err() != nil, clip(string(screen), 4000))
 	}
-	got := readFiles(t, out)
-	if len(got) == 0 {
-		t.Errorf("mutt piped no message; its screen:\n%q", clip(string(screen), 4000))
-	}
-	return got
+	return string(screen)
 }

@@ -55,6 +55,7 @@ maxconnections = 1
 // side, a message deleted on either side and a message added on either
 // side propagate on the second sync; a third sync changes nothing.
 func TestInteropOfflineimap(t *testing.T) {
+	t.Parallel()
 	offlineimap := requireTool(t, "offlineimap")
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("offline")[0]

@@ -22,6 +22,7 @@ import (
 // `pimail check dns`: all pass; without the DMARC record the check fails
 // and says what is missing. The printed password logs in.
 func TestQuickstartAndCheckDNS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data, cfg := filepath.Join(dir, "data"), filepath.Join(dir, "etc", "pimail.toml")
 	const domain, host = "ops.example", "mx1.ops.example"
@@ -136,36 +137,6 @@ func TestQuickstartAndCheckDNS(t *testing.T) {
 	}
 }
 
-// TestQuickstartACME: with --acme the configuration still loads, and the
-// ACME keys are in it (commented out while pimail does not know them).
-func TestQuickstartACME(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "pimail.toml")
-	out := string(runTool(t, 2*time.Minute, "", nil, pimailBin, "quickstart", "--acme",
-		"--data", filepath.Join(dir, "data"), "--config", cfg, "--ip", "192.0.2.1", "me@acme.example"))
-	b, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`acme_email = "me@acme.example"`, `"mta-sts.acme.example"`, `hostname = "mail.acme.example"`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("configuration lacks %q:\n%s", want, b)
-		}
-	}
-	if !strings.Contains(out, "TLS:") {
-		t.Errorf("no TLS advice in:\n%s", out)
-	}
-	// The configuration is valid: check dns loads it (and fails: no DNS here).
-	res, err := runToolErr(time.Minute, "", nil, pimailBin, "check", "dns", "--config", cfg, "--dns", "127.0.0.1:1", "--timeout", "200ms", "acme.example")
-	if err == nil || !strings.Contains(string(res), "WRONG   MX acme.example: got no answer") {
-		t.Errorf("check dns without a DNS server: %v\n%s", err, res)
-	}
-	// A second run never overwrites the configuration.
-	if b, err := runToolErr(time.Minute, "", nil, pimailBin, "quickstart", "--data", filepath.Join(dir, "data"), "--config", cfg, "me@acme.example"); err == nil || !strings.Contains(string(b), "never overwrites") {
-		t.Errorf("second quickstart: %v\n%s", err, b)
-	}
-}
-
 // between returns the text from the line starting with begin to the line
 // end, inclusive.
 func between(t *testing.T, s, begin, end string) string {
@@ -190,7 +161,8 @@ const (
 // there, intact, and `pimail verify` passes on the live data, the backup
 // and the restored copy.
 func TestBackupDuringDelivery(t *testing.T) {
-	srv := NewServer(t, "")
+	t.Parallel()
+	srv := NewServer(t, "[spam]\nenabled = false\n") // not about spam: every message to INBOX
 	users := srv.AddAccounts("ops")
 	srv.Start()
 

@@ -338,6 +338,7 @@ host = %q
 //     on to dave@pf.test, the original sender, with the null sender;
 //   - /metrics counts the queue's deliveries, failures and notices.
 func TestPostfixInterop(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "") // the config needs Postfix's port: written below
 	pf := startPostfix(t, []string{"carol", "dave", "gone", "back"},
 		map[string]string{testDomain: srv.SMTP},

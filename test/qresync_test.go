@@ -91,6 +91,7 @@ func currentState(t *testing.T, ic *imapConn) map[uint32]flagsFetch {
 // getting nothing, UID FETCH (CHANGEDSINCE m VANISHED) (§3.2.6), and a
 // live QRESYNC session getting VANISHED instead of EXPUNGE (§3.2.10).
 func TestQRESYNCReconnect(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("qresync")[0]
 	srv.Start()

@@ -17,6 +17,7 @@ import (
 // full user can still move mail to Trash. The usage GETQUOTA reports does
 // not move on a refusal.
 func TestIMAPQuotaCopyMove(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "[spam]\nenabled = false\n")
 	user := srv.AddAccounts("full")[0]
 	srv.Admin("account", "quota", user, "100M")

@@ -15,8 +15,10 @@ import (
 
 // TestSpamSenderReputation: the real server with sender authentication
 // against a test DNS server (remote.test publishes SPF allowing loopback
-// and DMARC p=none; noauth.test publishes nothing). A borderline message
-// (capital Subject, no Date, no Message-ID, a link to an IP address)
+// and DMARC p=none; noauth.test publishes nothing), scoring with the
+// rules alone (no shipped base model, junk threshold 3, so that the
+// scores do not depend on a classifier). A borderline message (capital
+// Subject, no Date, no Message-ID, a link to an IP address: 3.2 points)
 // from x@remote.test is filed in Junk. The user then keeps a Sent copy
 // (IMAP APPEND) of a message to x@remote.test, Cc z@noauth.test. The same
 // kind of message from x now scores 4 points less, shows
@@ -25,6 +27,7 @@ import (
 // j@remote.test, whose earlier mail is in Junk, it scores 3 more
 // (REPUTATION_JUNKED).
 func TestSpamSenderReputation(t *testing.T) {
+	t.Parallel()
 	zone := startTestDNS(t)
 	zone.add(t, `
 remote.test. 300 IN TXT "v=spf1 ip4:127.0.0.0/8 -all"
@@ -36,6 +39,9 @@ timeout = "2s"
 [auth]
 enabled = true
 trust_loopback = false
+[spam]
+no_shipped_model = true
+junk_threshold = 3
 `, zone.addr))
 	user := srv.AddAccounts("rep")[0]
 	srv.Start()

@@ -104,6 +104,7 @@ func adminDisable(t *testing.T, base, admin, account string) {
 // limiter as failed passwords: after enough of them from one address, a
 // correct LOGIN is refused too.
 func TestSCRAMIMAPPOP3(t *testing.T) {
+	t.Parallel()
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "")
 	users := srv.AddAccounts("scram", "boss")

@@ -503,15 +503,12 @@ func searchCriteria() []refCrit {
 	return cs
 }
 
-// TestSearchBruteForce compares UID SEARCH on the 1k corpus mailbox (the
-// 9k one with PIMAIL_TEST_LONG=1) with the brute-force scan, right after
-// the messages are APPENDed (index possibly behind) and again after a
-// restart.
+// TestSearchBruteForce compares UID SEARCH on the 1k corpus mailbox with
+// the brute-force scan, right after the messages are APPENDed (index
+// possibly behind) and again after a restart.
 func TestSearchBruteForce(t *testing.T) {
+	t.Parallel()
 	size := "1k"
-	if longTests() {
-		size = "9k"
-	}
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("search")[0]
 	srv.Start()

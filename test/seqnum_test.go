@@ -87,6 +87,7 @@ func (m *seqModel) apply(cmd string, lines []string, noExpunge bool) {
 // STORE or SEARCH, and at the end every session's map must be the
 // mailbox as it is (RFC 9051 §2.3.1.2, §7.5.1).
 func TestIMAPConcurrentSequenceNumbers(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("seqnum")[0]
 	srv.Start()

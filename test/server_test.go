@@ -34,6 +34,10 @@ type Server struct {
 	// Database is the PostgreSQL URL of the store ("": SQLite in Data);
 	// NewServer sets it while onPostgres is on (postgres_test.go).
 	Database string
+	// Hostname is given to serve as --hostname; "" means test.local.
+	Hostname string
+	// Env is added to the environment of pimail serve.
+	Env []string
 
 	proc *serverProc
 }
@@ -62,6 +66,9 @@ func NewServer(t *testing.T, config string) *Server {
 			t.Fatal(err)
 		}
 	}
+	if s.Database == "" { // a PostgreSQL store needs no data directory
+		runTool(t, time.Minute, "", nil, pimailBin, "init", "--data", s.Data)
+	}
 	s.Admin("domain", "add", testDomain)
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(s.cleanup)
@@ -75,7 +82,8 @@ func (s *Server) Node() *Server {
 	if s.Database == "" {
 		s.t.Fatal("Node of a server without a database")
 	}
-	n := &Server{t: s.t, Data: filepath.Join(s.t.TempDir(), "data"), Config: s.Config, Database: s.Database}
+	n := &Server{t: s.t, Data: filepath.Join(s.t.TempDir(), "data"), Config: s.Config, Database: s.Database,
+		Hostname: s.Hostname, Env: s.Env}
 	n.SMTP = freeAddr(s.t)
 	n.IMAP = freeAddr(s.t)
 	s.t.Cleanup(n.cleanup)
@@ -125,10 +133,14 @@ func (s *Server) StartWith(l Listeners) {
 	if s.proc != nil {
 		s.t.Fatal("server already running")
 	}
-	args := []string{"serve", "--data", s.Data, "--hostname", "test.local",
+	host := s.Hostname
+	if host == "" {
+		host = testDomain
+	}
+	args := []string{"serve", "--data", s.Data, "--hostname", host,
 		"--smtp", s.SMTP, "--imap", s.IMAP,
 		"--submission", l.Submission, "--submissions", l.Submissions, "--imaps", l.IMAPS,
-		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", "",
+		"--pop3", l.POP3, "--pop3s", l.POP3S, "--http", l.HTTP, "--https", l.HTTPS,
 		"--managesieve", l.ManageSieve}
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
@@ -138,6 +150,9 @@ func (s *Server) StartWith(l Listeners) {
 	}
 	p := &serverProc{log: newLogWriter(), exited: make(chan struct{})}
 	p.cmd = exec.Command(pimailBin, args...)
+	if len(s.Env) > 0 {
+		p.cmd.Env = append(os.Environ(), s.Env...)
+	}
 	p.cmd.Stdout = p.log
 	p.cmd.Stderr = p.log
 	if err := p.cmd.Start(); err != nil {

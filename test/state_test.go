@@ -55,7 +55,9 @@ func TestUpgradeLegacyDataDir(t *testing.T) {
 	srv.Admin("account", "passwd", "--password", testPassword, "alice@example.org")
 	out := srv.Admin("spam", "check", "--account", "alice@example.org", writeTemp(t,
 		"From: s1@sender.test\r\nSubject: offer\r\n\r\ncheap pills online pharmacy discount order now\r\n"))
-	if !regexp.MustCompile(`bayes probability (0\.9|1\.0)`).MatchString(out) {
+	// The moved models give 0.84 (the classifier's indicator does not
+	// saturate); the shipped base model alone, 0.71.
+	if !regexp.MustCompile(`bayes probability (0\.[89]|1\.0)`).MatchString(out) {
 		t.Errorf("spam check with the moved models:\n%s", out)
 	}
 	srv.StartWith(l)

@@ -19,6 +19,7 @@ import (
 // mailbox. (SCRAM-SHA-256 is in TestTwoServers.) Before STARTTLS no AUTH
 // is offered (the smtplib script checks).
 func TestSubmissionClients(t *testing.T) {
+	t.Parallel()
 	swaks := requireTool(t, "swaks")
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "[tls]\nself_signed = true\n")

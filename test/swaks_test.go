@@ -9,6 +9,7 @@ import (
 // TestSwaks is a smoke test with swaks: plain and pipelined deliveries
 // arrive, and an unknown recipient makes swaks fail with 550.
 func TestSwaks(t *testing.T) {
+	t.Parallel()
 	swaks := requireTool(t, "swaks")
 	srv := NewServer(t, "")
 	users := srv.AddAccounts("swaks")

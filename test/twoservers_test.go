@@ -152,6 +152,7 @@ retry_initial = "1s"
 // B claiming to be from a.test, unsigned and from a sender domain whose
 // SPF does not allow the client, is refused by DMARC with 550 5.7.1.
 func TestTwoServers(t *testing.T) {
+	t.Parallel()
 	zone := startTestDNS(t)
 	b := NewServer(t, twoServersConfig(zone.addr, ""))
 	a := NewServer(t, twoServersConfig(zone.addr, b.SMTP))

@@ -19,15 +19,21 @@ import (
 // `pimail spam check` for that account: the account's classifier learned
 // from the clicks (as it does from IMAP moves into and out of Junk).
 func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
+	t.Parallel()
 	srv := NewServer(t, "")
 	user := srv.AddAccounts("junkclicker")[0]
 	l := withListeners(t, "http")
 	srv.StartWith(l)
 	const n = 25
+	// Junk to this user, not to the shipped base model: a vendor's
+	// newsletter the user never asked for, written like the technical
+	// mail of the shipped model's ham, so that it reaches INBOX and only
+	// the user's own clicks can teach the filter otherwise.
 	spamText := func(i int) string {
-		return fmt.Sprintf("From: Watch Deals <deals%d@shop.example>\r\nTo: %s\r\nSubject: replica watches sale %d\r\n"+
-			"Date: %s\r\nMessage-ID: <deal%d@shop.example>\r\n\r\n"+
-			"Genuine replica watches at wholesale prices, order today and save, luxury watches shipped free, offer %d.\r\n",
+		return fmt.Sprintf("From: Toolchain Updates <updates%d@vendor.example>\r\nTo: %s\r\nSubject: toolchain release notes %d\r\n"+
+			"Date: %s\r\nMessage-ID: <release%d@vendor.example>\r\n\r\n"+
+			"The new release of the build tools fixes the compiler warnings on Linux and updates the documentation; "+
+			"see the changelog for the list of patches and the kernel modules it was tested with, release %d.\r\n",
 			i, user, i, time.Now().Format(time.RFC1123Z), i, i)
 	}
 	hamText := func(i int) string {
@@ -75,7 +81,7 @@ func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
 		rows := regexp.MustCompile(`<a href="/msg/`+box+`/(\d+)">([^<]*)</a>`).FindAllStringSubmatch(body, -1)
 		for _, r := range rows {
 			switch {
-			case strings.HasPrefix(r[2], "replica watches sale"):
+			case strings.HasPrefix(r[2], "toolchain release notes"):
 				spamUIDs = append(spamUIDs, r[1])
 			case strings.HasPrefix(r[2], "planning meeting notes"):
 				hamUIDs = append(hamUIDs, r[1])
@@ -116,8 +122,10 @@ func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
 		}
 		return v
 	}
-	if p(spam1) < 0.9 || p(ham1) > 0.1 {
-		t.Fatalf("after marking: junk-like %s, ordinary %s; want > 0.9 and < 0.1", spam1, ham1)
+	// The classifier's indicator does not saturate (internal/spam,
+	// combine): a few dozen clicks move it far, not to 0 or 1.
+	if p(spam1) < 0.8 || p(ham1) > 0.3 {
+		t.Fatalf("after marking: junk-like %s, ordinary %s; want > 0.8 and < 0.3", spam1, ham1)
 	}
 	if spam0 != "untrained" && p(spam1)-p(spam0) < 0.3 {
 		t.Fatalf("marking as junk moved the junk-like score only from %s to %s", spam0, spam1)

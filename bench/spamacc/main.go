@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"pimail/bench/spamsplit"
 	"pimail/internal/message"
 	"pimail/internal/spam"
 )
@@ -39,13 +39,13 @@ var (
 	explain     int
 	ruleStats   bool
 	bayesWeight float64
+	splitName   string
+	dumpFile    string
+	fit         bool
+	// shipped base model
+	writeShipped, trainSources string
+	minCount, accountTrain     int
 )
-
-type sample struct {
-	path string
-	spam bool
-	raw  []byte
-}
 
 func main() {
 	corpus := flag.String("corpus", "../shared/corpus", "corpus directory with train.txt and test.txt")
@@ -54,9 +54,23 @@ func main() {
 	flag.Float64Var(&bayesWeight, "bayes-weight", 0, "points of the classifier at probability 1 (0: the filter's default)")
 	flag.BoolVar(&validate, "validate", false, "5-fold cross-validation on train.txt (test.txt is not read)")
 	flag.BoolVar(&ruleStats, "rules", false, "print how often each rule hits ham and spam")
+	flag.StringVar(&writeShipped, "write-shipped", "", "train on every SpamAssassin-corpus message (train.txt and test.txt) and write the shipped base model to this file (internal/spam/shipped/base.model.gz)")
+	flag.StringVar(&trainSources, "train-sources", "", "train only on messages of these sources (comma-separated file name prefixes, e.g. sa-): what a model trained on them gives on the split's test part")
+	flag.IntVar(&accountTrain, "account", -1, "a new account: score with the shipped base model, after training the account's own model on up to N spam and N ham of the split's training part, newest first (0: no training of its own)")
+	flag.IntVar(&minCount, "min-count", 0, "score with the trained model in the shipped form: tokens seen in fewer than N messages left out (0: the model as trained)")
+	flag.BoolVar(&fit, "fit", false, "fit the classifier's weight and lean and the rules' weights by logistic regression on the scored messages (use with -validate)")
+	flag.StringVar(&dumpFile, "dump", "", "write each scored message's label, classifier probability and rule points (TSV) to this file, to fit weights")
+	flag.StringVar(&splitName, "split", spamsplit.Random, "split to evaluate: "+strings.Join(spamsplit.All, ", ")+", or all (a summary of each)")
 	era := flag.Bool("era", false, "only check the tokens of train.txt for years and for features of one source (2002 or 2007) rather than of spam")
 	flag.IntVar(&explain, "explain", 0, "print the strongest tokens of up to N misclassified messages")
 	flag.Parse()
+	if writeShipped != "" {
+		if err := writeShippedModel(*corpus, writeShipped); err != nil {
+			fmt.Fprintln(os.Stderr, "spamacc:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *era {
 		if err := eraCheck(*corpus); err != nil {
 			fmt.Fprintln(os.Stderr, "spamacc:", err)
@@ -71,78 +85,81 @@ func main() {
 }
 
 func run(corpus string, per time.Duration, junk float64) error {
-	train, err := readList(corpus, "train.txt")
+	train, err := spamsplit.ReadList(corpus, "train.txt")
+	if err != nil {
+		return err
+	}
+	test, err := spamsplit.ReadList(corpus, "test.txt")
 	if err != nil {
 		return err
 	}
 	newFilter := func() (*spam.Filter, error) {
-		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1,
+		return spam.New(spam.Config{JunkThreshold: junk, BayesWeight: bayesWeight, ReloadInterval: -1, NoShippedModel: accountTrain < 0,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}
+	names := []string{splitName}
+	if splitName == "all" {
+		names = spamsplit.All
+	}
 	var (
-		test    []sample
-		results []spam.Result
+		summary []string
 		f       *spam.Filter
+		scored  []spamsplit.Sample
 	)
-	if validate {
-		// 5-fold cross-validation on train.txt: every train message is
-		// scored once by a model that did not see it.
-		for k := range folds {
-			tr, val := splitValidation(train, k)
-			if f, err = newFilter(); err != nil {
-				return err
-			}
-			r, err := trainAndScore(f, tr, val)
-			if err != nil {
-				return err
-			}
-			test = append(test, val...)
-			results = append(results, r...)
-		}
-		fmt.Printf("%d-fold cross-validation on train.txt (test.txt not read): %d messages scored\n\n", folds, len(test))
-	} else {
-		if test, err = readList(corpus, "test.txt"); err != nil {
+	for _, name := range names {
+		var results []spam.Result
+		scored, results, f, err = evaluate(name, train, test, newFilter)
+		if err != nil {
 			return err
 		}
-		if f, err = newFilter(); err != nil {
-			return err
+		cfg := f.Config()
+		fmt.Printf("junk threshold %.1f, reject threshold %.1f\n", cfg.JunkThreshold, cfg.RejectThreshold)
+		fmt.Printf("%-9s %6s %6s %8s %9s %7s %9s %10s %10s\n", "source", "spam", "ham", "recall", "precision", "F1", "ham FP", "spam rej.", "ham rej.")
+		for _, src := range []string{"all", "sa-", "trec07p-"} {
+			report(src, scored, results)
 		}
-		if results, err = trainAndScore(f, train, test); err != nil {
-			return err
-		}
-	}
-	cfg := f.Config()
-	fmt.Printf("junk threshold %.1f, reject threshold %.1f\n", cfg.JunkThreshold, cfg.RejectThreshold)
-	fmt.Printf("%-9s %6s %6s %8s %9s %7s %9s %10s %10s\n", "source", "spam", "ham", "recall", "precision", "F1", "ham FP", "spam rej.", "ham rej.")
-	for _, src := range []string{"all", "sa-", "trec07p-"} {
-		report(src, test, results)
-	}
-	fmt.Println()
-	for _, thr := range []float64{0, 1, 2, 3, 4, 5, 6, 8} {
-		var tp, fp, nspam, nham int
-		for i, s := range test {
-			flagged := results[i].Message.Score >= thr
-			if s.spam {
-				nspam++
-				if flagged {
-					tp++
-				}
-			} else {
-				nham++
-				if flagged {
-					fp++
+		fmt.Println()
+		for _, thr := range []float64{0, 1, 2, 3, 4, 5, 6, 8} {
+			var tp, fp, nspam, nham int
+			for i, s := range scored {
+				flagged := results[i].Message.Score >= thr
+				if s.Spam {
+					nspam++
+					if flagged {
+						tp++
+					}
+				} else {
+					nham++
+					if flagged {
+						fp++
+					}
 				}
 			}
+			fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
 		}
-		fmt.Printf("at threshold %.1f: recall %.2f %%, ham FP %.2f %% (%d)\n", thr, pct(tp, nspam), pct(fp, nham), fp)
+		operatingPoints(scored, results)
+		if fit {
+			fitWeights(scored, results, 1)
+		}
+		if dumpFile != "" {
+			if err := dump(dumpFile, name, scored, results); err != nil {
+				return err
+			}
+		}
+		misses(scored, results, cfg.JunkThreshold)
+		if ruleStats {
+			printRuleStats(scored, results)
+		}
+		summary = append(summary, summaryRow(name, scored, results))
+		fmt.Println()
 	}
-	operatingPoints(test, results)
-	misses(test, results, cfg.JunkThreshold)
-	if ruleStats {
-		printRuleStats(test, results)
+	fmt.Println("| split | spam | ham | recall | precision | ham FP | recall at ham FP ≤ 0.3 % | mean recall at ham FP 0.1–0.5 % |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range summary {
+		fmt.Println(r)
 	}
 
-	// Model size.
+	// Model size (of the last split's model).
 	m, _ := f.Model(spam.BaseAccount)
 	var buf bytes.Buffer
 	if _, err := m.WriteTo(&buf); err != nil {
@@ -155,43 +172,137 @@ func run(corpus string, per time.Duration, junk float64) error {
 	runtime.ReadMemStats(&ms)
 	fmt.Printf("heap in use after GC (corpus bytes included): %.1f MB\n\n", float64(ms.HeapInuse)/(1<<20))
 
+	if per <= 0 {
+		return nil
+	}
 	for _, size := range []int{8 << 10, 64 << 10} {
-		msgs := nearest(test, size, 20)
+		msgs := nearest(scored, size, 20)
 		speed(f, msgs, size, per, 1)
 		speed(f, msgs, size, per, runtime.GOMAXPROCS(0))
 	}
 	return nil
 }
 
+// evaluate trains a new filter on a split's training part and scores its
+// test part (with -validate, the validation part: 5-fold on train.txt
+// for the random split, see makeSplit for the others).
+func evaluate(name string, train, test []spamsplit.Sample, newFilter func() (*spam.Filter, error)) ([]spamsplit.Sample, []spam.Result, *spam.Filter, error) {
+	if name == spamsplit.Random && validate {
+		// 5-fold cross-validation on train.txt: every train message is
+		// scored once by a model that did not see it.
+		var scored []spamsplit.Sample
+		var results []spam.Result
+		var f *spam.Filter
+		for k := range folds {
+			tr, val := splitValidation(train, k)
+			var err error
+			if f, err = newFilter(); err != nil {
+				return nil, nil, nil, err
+			}
+			r, scoredBy, err := trainAndScore(f, tr, val)
+			f = scoredBy
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			scored = append(scored, val...)
+			results = append(results, r...)
+		}
+		fmt.Printf("split random, %d-fold cross-validation on train.txt (test.txt not read): %d messages scored\n\n", folds, len(scored))
+		return scored, results, f, nil
+	}
+	tr, te, err := spamsplit.Make(name, train, test, validate)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if validate {
+		name += " (validation: the test part is not read)"
+	}
+	spamsplit.Describe(name, tr, te)
+	f, err := newFilter()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	results, f, err := trainAndScore(f, tr, te)
+	return te, results, f, err
+}
+
+// summaryRow is one split's line of the summary table: the verdicts at
+// the junk threshold, and threshold-free recall at ham FP ≤ 0.3 %.
+func summaryRow(name string, test []spamsplit.Sample, results []spam.Result) string {
+	var tp, fp, fn, tn int
+	for i, s := range test {
+		flagged := results[i].Message.Action != spam.Accept
+		switch {
+		case s.Spam && flagged:
+			tp++
+		case s.Spam:
+			fn++
+		case flagged:
+			fp++
+		default:
+			tn++
+		}
+	}
+	return fmt.Sprintf("| %s | %d | %d | %.2f %% | %.2f %% | %.2f %% (%d) | %.2f %% | %.2f %% |", name, tp+fn, fp+tn,
+		pct(tp, tp+fn), pct(tp, tp+fp), pct(fp, fp+tn), fp, recallAtFP(test, results, 0.3), meanRecall(test, results))
+}
+
 // trainAndScore trains f's base model on train and scores test for
 // account 1 (which has no model of its own).
-func trainAndScore(f *spam.Filter, train, test []sample) ([]spam.Result, error) {
+func trainAndScore(f *spam.Filter, train, test []spamsplit.Sample) ([]spam.Result, *spam.Filter, error) {
 	start := time.Now()
-	for _, s := range train {
-		var err error
-		if s.spam {
-			err = f.TrainSpam(spam.BaseAccount, s.raw)
-		} else {
-			err = f.TrainHam(spam.BaseAccount, s.raw)
+	n := 0
+	if accountTrain >= 0 {
+		// A new account: the shipped base model, and the account's own
+		// training on its newest messages (what a user moves into and
+		// out of Junk).
+		var ns, nh int
+		for i := len(train) - 1; i >= 0; i-- {
+			s := train[i]
+			if !trained(s) || s.Spam && ns >= accountTrain || !s.Spam && nh >= accountTrain {
+				continue
+			}
+			if s.Spam {
+				ns++
+			} else {
+				nh++
+			}
+			n++
+			if err := trainAccount(f, s); err != nil {
+				return nil, nil, err
+			}
 		}
-		if err != nil {
-			return nil, err
+		train = nil
+	}
+	for _, s := range train {
+		if !trained(s) {
+			continue
+		}
+		n++
+		if err := trainOne(f, s); err != nil {
+			return nil, nil, err
 		}
 	}
 	trainTime := time.Since(start)
-	fmt.Printf("trained %d messages in %.1f s (%.0f msgs/s)\n", len(train), trainTime.Seconds(), float64(len(train))/trainTime.Seconds())
+	fmt.Printf("trained %d messages in %.1f s (%.0f msgs/s)\n", n, trainTime.Seconds(), float64(n)/trainTime.Seconds())
+	if minCount > 0 {
+		var err error
+		if f, err = compacted(f, f.Config()); err != nil {
+			return nil, nil, err
+		}
+	}
 	ctx := context.Background()
 	results := make([]spam.Result, len(test))
 	start = time.Now()
 	for i, s := range test {
-		r, err := f.Check(ctx, spam.Input{Raw: s.raw, Accounts: []int64{1}})
+		r, err := f.Check(ctx, spam.Input{Raw: s.Raw, Accounts: []int64{1}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		results[i] = r
 	}
 	fmt.Printf("scored %d messages in %.1f s\n", len(test), time.Since(start).Seconds())
-	return results, nil
+	return results, f, nil
 }
 
 func pct(a, b int) float64 {
@@ -201,18 +312,18 @@ func pct(a, b int) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
-func report(src string, test []sample, results []spam.Result) {
+func report(src string, test []spamsplit.Sample, results []spam.Result) {
 	var tp, fp, fn, tn, srej, hrej int
 	for i, s := range test {
-		if src != "all" && !strings.HasPrefix(filepath.Base(s.path), src) {
+		if src != "all" && !strings.HasPrefix(s.Name(), src) {
 			continue
 		}
 		a := results[i].Message.Action
 		flagged := a != spam.Accept
 		switch {
-		case s.spam && flagged:
+		case s.Spam && flagged:
 			tp++
-		case s.spam:
+		case s.Spam:
 			fn++
 		case flagged:
 			fp++
@@ -220,7 +331,7 @@ func report(src string, test []sample, results []spam.Result) {
 			tn++
 		}
 		if a == spam.Reject {
-			if s.spam {
+			if s.Spam {
 				srej++
 			} else {
 				hrej++
@@ -237,21 +348,21 @@ func report(src string, test []sample, results []spam.Result) {
 }
 
 // misses prints the false positives and a few false negatives, to tune rules.
-func misses(test []sample, results []spam.Result, thr float64) {
+func misses(test []spamsplit.Sample, results []spam.Result, thr float64) {
 	shown := 0
 	for i, s := range test {
 		v := results[i].Message
-		if !s.spam && v.Score >= thr {
-			fmt.Printf("  FP %s score %.2f %v\n", filepath.Base(s.path), v.Score, v.Hits)
+		if !s.Spam && v.Score >= thr {
+			fmt.Printf("  FP %s score %.2f %v\n", s.Name(), v.Score, v.Hits)
 			if explain > 0 {
 				for _, c := range v.Clues {
 					fmt.Printf("       %.3f %q\n", c.Prob, c.Token)
 				}
 			}
 		}
-		if s.spam && v.Score < thr && shown < explain {
+		if s.Spam && v.Score < thr && shown < explain {
 			shown++
-			fmt.Printf("  FN %s score %.2f %v\n", filepath.Base(s.path), v.Score, v.Hits)
+			fmt.Printf("  FN %s score %.2f %v\n", s.Name(), v.Score, v.Hits)
 			for _, c := range v.Clues {
 				fmt.Printf("       %.3f %q\n", c.Prob, c.Token)
 			}
@@ -259,51 +370,83 @@ func misses(test []sample, results []spam.Result, thr float64) {
 	}
 }
 
-// operatingPoints prints, threshold-free, the spam recall each source
-// would have at the lowest threshold that keeps ham false positives at or
-// under 0.1, 0.2 and 0.3 % overall: the number to compare tokenizer and
-// classifier variants by, before choosing a threshold.
-func operatingPoints(test []sample, results []spam.Result) {
-	var hams []float64
+// scores returns the ham scores, highest first, and the spam scores.
+func scores(test []spamsplit.Sample, results []spam.Result) (hams, spams []float64) {
 	for i, s := range test {
-		if !s.spam {
+		if s.Spam {
+			spams = append(spams, results[i].Message.Score)
+		} else {
 			hams = append(hams, results[i].Message.Score)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(hams)))
-	var spams []float64
-	for i, s := range test {
-		if s.spam {
-			spams = append(spams, results[i].Message.Score)
+	return hams, spams
+}
+
+// cutFor is the lowest threshold that flags at most fpr % of the hams
+// (sorted highest first): just above the first ham not allowed.
+func cutFor(hams []float64, fpr float64) float64 {
+	allowed := int(fpr / 100 * float64(len(hams)))
+	return hams[min(allowed, len(hams)-1)] + 0.001
+}
+
+func recallAt(spams []float64, thr float64) float64 {
+	n := 0
+	for _, sc := range spams {
+		if sc >= thr {
+			n++
 		}
 	}
-	// A steadier summary than any one point: the mean recall over every
-	// allowed number of false positives from 0.1 % to 0.5 % of the ham.
+	return pct(n, len(spams))
+}
+
+// recallAtFP is the spam recall at the lowest threshold that keeps ham
+// false positives at or under fpr %.
+func recallAtFP(test []spamsplit.Sample, results []spam.Result, fpr float64) float64 {
+	hams, spams := scores(test, results)
+	if len(hams) == 0 {
+		return 0
+	}
+	return recallAt(spams, cutFor(hams, fpr))
+}
+
+// meanRecall is a steadier summary than any one point: the mean recall
+// over every allowed number of false positives from 0.1 % to 0.5 % of
+// the ham.
+func meanRecall(test []spamsplit.Sample, results []spam.Result) float64 {
+	hams, spams := scores(test, results)
+	if len(hams) == 0 {
+		return 0
+	}
 	var sum float64
 	lo, hi := len(hams)/1000, len(hams)/200
 	for k := lo; k <= hi; k++ {
-		thr := hams[k] + 0.001
-		n := 0
-		for _, sc := range spams {
-			if sc >= thr {
-				n++
-			}
-		}
-		sum += pct(n, len(spams))
+		sum += recallAt(spams, hams[min(k, len(hams)-1)]+0.001)
 	}
-	fmt.Printf("mean recall at ham FP 0.1-0.5 %%: %.2f %%\n", sum/float64(hi-lo+1))
+	return sum / float64(hi-lo+1)
+}
+
+// operatingPoints prints, threshold-free, the spam recall each source
+// would have at the lowest threshold that keeps ham false positives at or
+// under 0.1, 0.2 and 0.3 % overall: the number to compare tokenizer and
+// classifier variants by, before choosing a threshold.
+func operatingPoints(test []spamsplit.Sample, results []spam.Result) {
+	hams, _ := scores(test, results)
+	if len(hams) == 0 {
+		return
+	}
+	fmt.Printf("mean recall at ham FP 0.1-0.5 %%: %.2f %%\n", meanRecall(test, results))
 	for _, fpr := range []float64{0.1, 0.2, 0.3} {
-		allowed := int(fpr / 100 * float64(len(hams)))
-		thr := hams[min(allowed, len(hams)-1)] + 0.001 // just above the first ham not allowed
+		thr := cutFor(hams, fpr)
 		fmt.Printf("at ham FP <= %.1f %% (threshold %.2f):", fpr, thr)
 		for _, src := range []string{"all", "sa-", "trec07p-"} {
 			var tp, ns, fp, nh int
 			for i, s := range test {
-				if src != "all" && !strings.HasPrefix(filepath.Base(s.path), src) {
+				if src != "all" && spamsplit.Source(s) != src {
 					continue
 				}
 				hit := results[i].Message.Score >= thr
-				if s.spam {
+				if s.Spam {
 					ns++
 					if hit {
 						tp++
@@ -326,10 +469,10 @@ const folds = 5
 // splitValidation puts the train files of fold k (by an FNV hash of the
 // name, so the choice is fixed and independent of the corpus' own split)
 // into a validation set and the rest into a training set.
-func splitValidation(all []sample, k int) (train, val []sample) {
+func splitValidation(all []spamsplit.Sample, k int) (train, val []spamsplit.Sample) {
 	for _, s := range all {
 		h := fnv.New32a()
-		h.Write([]byte(filepath.Base(s.path)))
+		h.Write([]byte(s.Name()))
 		if int(h.Sum32()%folds) == k {
 			val = append(val, s)
 		} else {
@@ -340,12 +483,12 @@ func splitValidation(all []sample, k int) (train, val []sample) {
 }
 
 // printRuleStats prints, per rule, the share of ham and of spam it hits.
-func printRuleStats(test []sample, results []spam.Result) {
+func printRuleStats(test []spamsplit.Sample, results []spam.Result) {
 	type hc struct{ ham, spam int }
 	stats := map[string]*hc{}
 	var nham, nspam int
 	for i, s := range test {
-		if s.spam {
+		if s.Spam {
 			nspam++
 		} else {
 			nham++
@@ -356,7 +499,7 @@ func printRuleStats(test []sample, results []spam.Result) {
 				c = &hc{}
 				stats[h.Name] = c
 			}
-			if s.spam {
+			if s.Spam {
 				c.spam++
 			} else {
 				c.ham++
@@ -374,24 +517,24 @@ func printRuleStats(test []sample, results []spam.Result) {
 	}
 }
 
-func nearest(test []sample, size, n int) []sample {
-	c := append([]sample(nil), test...)
+func nearest(test []spamsplit.Sample, size, n int) []spamsplit.Sample {
+	c := append([]spamsplit.Sample(nil), test...)
 	abs := func(x int) int {
 		if x < 0 {
 			return -x
 		}
 		return x
 	}
-	sort.Slice(c, func(i, j int) bool { return abs(len(c[i].raw)-size) < abs(len(c[j].raw)-size) })
+	sort.Slice(c, func(i, j int) bool { return abs(len(c[i].Raw)-size) < abs(len(c[j].Raw)-size) })
 	return c[:min(n, len(c))]
 }
 
 // speed scores msgs round robin for per with the given goroutines and
 // prints messages per second. Parsing is included, as in delivery.
-func speed(f *spam.Filter, msgs []sample, size int, per time.Duration, workers int) {
+func speed(f *spam.Filter, msgs []spamsplit.Sample, size int, per time.Duration, workers int) {
 	var total int64
 	for _, m := range msgs {
-		total += int64(len(m.raw))
+		total += int64(len(m.Raw))
 	}
 	var n atomic.Int64
 	deadline := time.Now().Add(per)
@@ -402,7 +545,7 @@ func speed(f *spam.Filter, msgs []sample, size int, per time.Duration, workers i
 			defer wg.Done()
 			for i := w; time.Now().Before(deadline) && i < 100_000_000; i++ {
 				m := msgs[i%len(msgs)]
-				if _, err := f.Check(context.Background(), spam.Input{Raw: m.raw, Parsed: message.Parse(m.raw), Accounts: []int64{1}}); err != nil {
+				if _, err := f.Check(context.Background(), spam.Input{Raw: m.Raw, Parsed: message.Parse(m.Raw), Accounts: []int64{1}}); err != nil {
 					return
 				}
 				n.Add(1)
@@ -415,28 +558,6 @@ func speed(f *spam.Filter, msgs []sample, size int, per time.Duration, workers i
 		size>>10, len(msgs), total/int64(len(msgs)), workers, rate, 1000/rate*float64(workers))
 }
 
-func readList(corpus, name string) ([]sample, error) {
-	fh, err := os.Open(filepath.Join(corpus, name))
-	if err != nil {
-		return nil, fmt.Errorf("read split: %w", err)
-	}
-	defer fh.Close()
-	var out []sample
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		path, label, ok := strings.Cut(sc.Text(), "\t")
-		if !ok {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(corpus, path))
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		out = append(out, sample{path: path, spam: label == "spam", raw: raw})
-	}
-	return out, sc.Err()
-}
-
 // eraCheck reads train.txt's tokens and prints (1) every token with a
 // year in it seen in 20 or more messages, and (2) the 30 tokens whose
 // frequency differs most between the sources, with their share of each
@@ -445,7 +566,7 @@ func readList(corpus, name string) ([]sample, error) {
 // way in both sources is a spam (or ham) feature that only happens to be
 // commoner in one year.
 func eraCheck(corpus string) error {
-	train, err := readList(corpus, "train.txt")
+	train, err := spamsplit.ReadList(corpus, "train.txt")
 	if err != nil {
 		return err
 	}
@@ -453,21 +574,21 @@ func eraCheck(corpus string) error {
 	counts := map[string]*split{}
 	var n split
 	for _, s := range train {
-		sa := strings.HasPrefix(filepath.Base(s.path), "sa-")
+		sa := strings.HasPrefix(s.Name(), "sa-")
 		bump := func(c *split) {
 			switch {
-			case sa && s.spam:
+			case sa && s.Spam:
 				c.saSpam++
 			case sa:
 				c.saHam++
-			case s.spam:
+			case s.Spam:
 				c.trSpam++
 			default:
 				c.trHam++
 			}
 		}
 		bump(&n)
-		for _, t := range spam.Tokens(s.raw, nil) {
+		for _, t := range spam.Tokens(s.Raw, nil) {
 			c := counts[t]
 			if c == nil {
 				c = &split{}
@@ -527,4 +648,32 @@ func containsYear(s string) bool {
 		run = 0
 	}
 	return false
+}
+
+// dump writes one line per scored message: split, file, label, source,
+// the classifier's probability (-1 untrained), the points of the
+// classifier and each rule hit as name=points.
+func dump(path, split string, test []spamsplit.Sample, results []spam.Result) error {
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	w := bufio.NewWriter(fh)
+	for i, s := range test {
+		v := results[i].Message
+		label := "ham"
+		if s.Spam {
+			label = "spam"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.6f", split, s.Name(), label, spamsplit.Source(s), v.Bayes)
+		for _, h := range v.Hits {
+			fmt.Fprintf(w, "\t%s=%.3f", h.Name, h.Score)
+		}
+		w.WriteString("\n")
+	}
+	if err := w.Flush(); err != nil {
+		fh.Close()
+		return fmt.Errorf("dump: %w", err)
+	}
+	return fh.Close()
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 
+	"pimail/bench/spamsplit"
 	"pimail/internal/spam"
 	"pimail/internal/store/sqlite"
 )
@@ -43,9 +44,11 @@ type server struct {
 	samplerFinished chan struct{}
 }
 
-// setupPimail builds the data directory: domain, account, base model
-// trained on train.txt with `pimail spam train --base`.
-func setupPimail(bin, data, corpus string) (trainOut string, err error) {
+// setupPimail builds the data directory: domain, account, and the base
+// model trained with `pimail spam train --base` on list (a train.txt-like
+// file); with list "" the base model is not trained and pimail uses the
+// one it ships with.
+func setupPimail(bin, data, list string) (trainOut string, err error) {
 	run := func(stdin string, args ...string) (string, error) {
 		c := exec.Command(bin, args...)
 		c.Stdin = strings.NewReader(stdin)
@@ -61,7 +64,9 @@ func setupPimail(bin, data, corpus string) (trainOut string, err error) {
 	if _, err := run(benchPassword+"\n", "account", "add", "--data", data, "--password-stdin", benchUser); err != nil {
 		return "", err
 	}
-	list := filepath.Join(corpus, "train.txt")
+	if list == "" {
+		return "(not trained: the shipped base model)", nil
+	}
 	return run("", "spam", "train", "--data", data, "--base", "--spam", list, "--ham", list)
 }
 
@@ -69,7 +74,7 @@ func setupPimail(bin, data, corpus string) (trainOut string, err error) {
 // train --account` on n spam and n ham of train.txt, as a user's Junk
 // decisions would, and returns the size of its model file.
 func trainAccount(bin, data, corpus string, n int) (string, error) {
-	train, err := readList(corpus, "train.txt")
+	train, err := spamsplit.ReadList(corpus, "train.txt")
 	if err != nil {
 		return "", err
 	}
@@ -86,7 +91,7 @@ func trainAccount(bin, data, corpus string, n int) (string, error) {
 	ns, nh := 0, 0
 	for _, s := range train {
 		label := "ham"
-		if s.spam {
+		if s.Spam {
 			if ns >= n {
 				continue
 			}
@@ -98,10 +103,10 @@ func trainAccount(bin, data, corpus string, n int) (string, error) {
 			nh++
 		}
 		sub := "ham"
-		if s.spam {
+		if s.Spam {
 			sub = "spam"
 		}
-		rel, err := filepath.Rel(dir, filepath.Join(absCorpus, sub, s.name))
+		rel, err := filepath.Rel(dir, filepath.Join(absCorpus, sub, s.Name()))
 		if err != nil {
 			return "", fmt.Errorf("list path: %w", err)
 		}

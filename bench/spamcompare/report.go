@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"pimail/bench/spamsplit"
 )
 
 // verdicts are one filter's answers on the test split.
@@ -19,14 +21,14 @@ type verdicts struct {
 // printAccuracy prints a markdown table: recall, precision, F1 and ham
 // false positives per filter and source. keep (if not nil) restricts the
 // messages.
-func printAccuracy(test []sample, all []verdicts, keep func(int) bool) {
+func printAccuracy(test []spamsplit.Sample, all []verdicts, keep func(int) bool) {
 	fmt.Println("| filter | source | spam | ham | recall | precision | F1 | ham FP | not scored |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, v := range all {
 		for _, src := range []string{"all", "sa-", "trec07p-"} {
 			var tp, fn, fp, tn, lost int
 			for i, s := range test {
-				if keep != nil && !keep(i) || src != "all" && !strings.HasPrefix(s.name, src) {
+				if keep != nil && !keep(i) || src != "all" && !strings.HasPrefix(s.Name(), src) {
 					continue
 				}
 				if v.skipped != nil && v.skipped[i] {
@@ -37,9 +39,9 @@ func printAccuracy(test []sample, all []verdicts, keep func(int) bool) {
 					continue
 				}
 				switch {
-				case s.spam && v.spam[i]:
+				case s.Spam && v.spam[i]:
 					tp++
-				case s.spam:
+				case s.Spam:
 					fn++
 				case v.spam[i]:
 					fp++
@@ -65,10 +67,49 @@ func pct(a, b int) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
+// summaryRows are a split's lines of the summary table: each filter on
+// all test messages it scored, and, when SpamAssassin scored a
+// subsample, every filter again on that subsample.
+func summaryRows(split string, test []spamsplit.Sample, all []verdicts, saEvery int) []string {
+	var rows []string
+	row := func(v verdicts, keep func(int) bool, suffix string) {
+		var tp, fn, fp, tn int
+		for i, s := range test {
+			if keep != nil && !keep(i) || v.skipped != nil && v.skipped[i] || v.failed[i] {
+				continue
+			}
+			switch {
+			case s.Spam && v.spam[i]:
+				tp++
+			case s.Spam:
+				fn++
+			case v.spam[i]:
+				fp++
+			default:
+				tn++
+			}
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s%s | %d | %d | %.2f %% | %.2f %% | %.2f %% (%d) |", split, v.name, suffix,
+			tp+fn, fp+tn, pct(tp, tp+fn), pct(tp, tp+fp), pct(fp, fp+tn), fp))
+	}
+	for _, v := range all {
+		if v.name == "SpamAssassin" && saEvery > 1 {
+			continue // on its subsample below
+		}
+		row(v, nil, "")
+	}
+	if saEvery > 1 {
+		for _, v := range all {
+			row(v, func(i int) bool { return i%saEvery == 0 }, fmt.Sprintf(" (every %d-th)", saEvery))
+		}
+	}
+	return rows
+}
+
 // perf measures SMTP throughput with the filter on and off on ~8 KB and
 // ~64 KB messages, pimail's peak RSS during the 64 KB runs, the peers'
 // rate on the same messages, and the model sizes.
-func perf(o options, test []sample, data string, peers []peer) error {
+func perf(o options, test []spamsplit.Sample, data string, peers []peer) error {
 	fmt.Printf("\n## Throughput (%d messages per SMTP run, %d sessions, median of %d runs alternating on/off; peers %d clients for %s)\n\n",
 		o.perfN, o.conns, o.rounds, o.conns, o.perfSeconds)
 	fmt.Println("| messages | pimail filter on | pimail filter off | pimail peak RSS on / off | pimail filter alone | " + peerNames(peers) + " load avg |")
@@ -78,7 +119,7 @@ func perf(o options, test []sample, data string, peers []peer) error {
 		set := nearest(test, size, 40)
 		var mean int
 		for _, s := range set {
-			mean += len(s.raw)
+			mean += len(s.Raw)
 		}
 		mean /= len(set)
 		// Filter on and off alternate, o.rounds times each, each run on a
@@ -101,7 +142,7 @@ func perf(o options, test []sample, data string, peers []peer) error {
 			size>>10, list(runs[0]), list(runs[1]), 100*rates[0]/rates[1], median(cpus[0]), median(cpus[1]))
 		raws := make([][]byte, len(set))
 		for i, s := range set {
-			raws[i] = s.raw
+			raws[i] = s.Raw
 		}
 		alone, aloneCPU, err := filterRate(data, raws, o.conns, o.perfSeconds)
 		if err != nil {
@@ -145,7 +186,7 @@ func perf(o options, test []sample, data string, peers []peer) error {
 // set after a warm-up of 10, and returns msgs/s, the peak RSS in KiB and
 // pimail's CPU time per message in ms (the whole process: SMTP, storage,
 // filtering).
-func smtpRate(o options, data string, set []sample, filter bool) (float64, int64, float64, error) {
+func smtpRate(o options, data string, set []spamsplit.Sample, filter bool) (float64, int64, float64, error) {
 	srv, err := startPimail(o.bin, data, o.dns, filter)
 	if err != nil {
 		return 0, 0, 0, err
@@ -155,8 +196,8 @@ func smtpRate(o options, data string, set []sample, filter bool) (float64, int64
 	froms := make([]string, o.perfN)
 	for i := range msgs {
 		s := set[i%len(set)]
-		msgs[i] = wire(s.raw, 1_000_000+i)
-		froms[i] = envelopeFrom(s.raw)
+		msgs[i] = wire(s.Raw, 1_000_000+i)
+		froms[i] = envelopeFrom(s.Raw)
 	}
 	// Warm up (connections, model load), then measure.
 	if _, _, _, err := sendAll(srv.smtpAddr, msgs[:10], froms[:10], o.conns); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,7 +20,7 @@ import (
 // subcommands dispatches "pimail NOUN VERB ...".
 func subcommands(noun string, verbs map[string]func(loc storeLoc, args []string) error, args []string, argsUsage map[string]string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] [--database URL] ...\n\nverbs:\n", noun)
+		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
 		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota", "mta-sts"} {
 			if _, ok := verbs[v]; ok {
 				fmt.Fprintf(os.Stderr, "  %s %s %s\n", noun, v, argsUsage[v])
@@ -35,7 +36,7 @@ func subcommands(noun string, verbs map[string]func(loc storeLoc, args []string)
 		return usagef("unknown verb %q", args[0])
 	}
 	fs := newFlags(noun+" "+args[0], argsUsage[args[0]], "")
-	sf := addStoreFlags(fs)
+	data := addDataFlags(fs)
 	var pw *string
 	var pwStdin *bool
 	if noun == "account" && (args[0] == "add" || args[0] == "passwd") {
@@ -53,7 +54,11 @@ func subcommands(noun string, verbs map[string]func(loc storeLoc, args []string)
 		}
 		pos = append(pos, p) // the verb takes the password as its last argument
 	}
-	return verb(sf.loc(), pos)
+	loc, err := data.loc()
+	if err != nil {
+		return err
+	}
+	return verb(loc, pos)
 }
 
 func readPassword(flagValue string, fromStdin bool) (string, error) {
@@ -75,7 +80,8 @@ func readPassword(flagValue string, fromStdin bool) (string, error) {
 	return flagValue, nil
 }
 
-// withStore opens the store, runs f, and closes the store.
+// withStore opens the store of an existing data directory, runs f, and
+// closes the store.
 func withStore(loc storeLoc, f func(ctx context.Context, st store.Store) error) error {
 	st, err := openAdminStore(loc)
 	if err != nil {
@@ -175,10 +181,19 @@ func cmdAccount(args []string) error {
 				return err
 			}
 			return withStore(loc, func(ctx context.Context, st store.Store) error {
+				aliases, err := st.Aliases(ctx)
+				if err != nil {
+					return err
+				}
 				if err := st.RemoveAccount(ctx, a); err != nil {
 					return fmt.Errorf("remove account %s: %w", a, err)
 				}
 				fmt.Printf("account %s removed with all its mail\n", a)
+				for _, al := range aliases {
+					if slices.Contains(al.Targets, a) {
+						fmt.Printf("  and from the alias %s\n", al.Address)
+					}
+				}
 				return nil
 			})
 		},

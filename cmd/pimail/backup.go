@@ -31,20 +31,20 @@ message file it references (hard-linked when OUTDIR is on the same file
 system, else copied and checked), TLS files and import journals. The
 full-text index is not copied; it is rebuilt at start. See
 docs/upgrading.md.`)
-	sf := addStoreFlags(fs)
-	data := sf.data
+	data := addDataFlags(fs)
 	copyFiles := fs.Bool("copy", false, "copy message files even where hard links are possible")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if *sf.database != "" {
-		return usagef("the store is in PostgreSQL: back it up with PostgreSQL's tools (pg_dump, pg_basebackup; docs/deploy.md)")
-	}
 	if len(pos) != 1 {
 		return usagef("want exactly one OUTDIR")
 	}
-	st, err := openStore(*data, true)
+	dir, err := data.dir()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(dir)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ docs/upgrading.md.`)
 	}
 	fmt.Printf("backup of %s written to %s in %s\n", m.Source, pos[0], m.Duration)
 	fmt.Printf("  database      %d bytes\n", m.DBBytes)
-	fmt.Printf("  messages      %d files, %d bytes (%s)\n", m.Blobs, m.BlobBytes, how)
+	fmt.Printf("  messages      %d contents, %d bytes (those kept as files %s)\n", m.Blobs, m.BlobBytes, how)
 	fmt.Printf("  other files   %d (TLS, import journals)\n", m.AuxFiles)
 	if m.Attempts > 1 {
 		fmt.Printf("  attempts      %d (messages were expunged while copying; locked: %v)\n", m.Attempts, m.Locked)
@@ -99,7 +99,7 @@ func cmdVerify(args []string) error {
 database's integrity, every message file against its SHA-256 name and
 size, every reference count against the rows. Files without a row
 (orphans) are listed; the server removes them. Exit status 1 on damage.`)
-	data := fs.String("data", defaultDataDir(), "data directory or backup directory")
+	data := addDataFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -107,9 +107,13 @@ size, every reference count against the rows. Files without a row
 	if len(pos) != 0 {
 		return usagef("unexpected arguments %q", pos)
 	}
+	dir, err := data.dir()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	rep, err := sqlite.VerifyDir(ctx, *data)
+	rep, err := sqlite.VerifyDir(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -123,10 +127,10 @@ size, every reference count against the rows. Files without a row
 		}
 		fmt.Printf("ORPHAN  %s (no database row; collected by the server after a grace period)\n", o)
 	}
-	fmt.Printf("%s: %d messages in %d files (%d bytes), %d queued, %d awaiting collection, %d orphans, %d problems\n",
-		*data, rep.MailRows, rep.Blobs, rep.BlobBytes, rep.QueueRows, rep.Pending, len(rep.Orphans), len(rep.Problems))
+	fmt.Printf("%s: %d messages, %d distinct contents (%d bytes), %d queued, %d awaiting collection, %d orphans, %d problems\n",
+		dir, rep.MailRows, rep.Blobs, rep.BlobBytes, rep.QueueRows, rep.Pending, len(rep.Orphans), len(rep.Problems))
 	if rep.Damaged() {
-		return fmt.Errorf("%d problems found in %s", len(rep.Problems), *data)
+		return fmt.Errorf("%d problems found in %s", len(rep.Problems), dir)
 	}
 	return nil
 }

@@ -105,14 +105,17 @@ what is expected) or MISSING. Exit status 1 if any check fails.`)
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelT()
-	c := dnscheck.Checker{Lookup: l, Domain: domain, Hostname: host, DKIM: keys, Addrs: addrs}
+	// Each line is printed as its check ends: with a resolver that does not
+	// answer, every query waits --timeout (twice per server) and the whole
+	// run at most two minutes.
+	c := dnscheck.Checker{Lookup: l, Domain: domain, Hostname: host, DKIM: keys, Addrs: addrs,
+		Progress: func(r dnscheck.Result) { fmt.Println(r) }}
 	results := c.Run(ctx)
 	if len(keys) == 0 {
-		results = append(results, dnscheck.Result{Check: "DKIM", Name: "*._domainkey." + domain, Status: dnscheck.Missing,
-			Want: "keys in " + cfg.Data + " (pimail dkim " + domain + " generates them)"})
-	}
-	for _, r := range results {
+		r := dnscheck.Result{Check: "DKIM", Name: "*._domainkey." + domain, Status: dnscheck.Missing,
+			Want: "keys in " + cfg.Data + " (pimail dkim " + domain + " generates them)"}
 		fmt.Println(r)
+		results = append(results, r)
 	}
 	if n := dnscheck.Failed(results); n > 0 {
 		return fmt.Errorf("%d of %d DNS checks for %s failed", n, len(results), domain)

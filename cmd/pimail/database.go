@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -21,19 +20,6 @@ import (
 // only files: TLS certificates, import journals).
 type storeLoc struct{ dir, database string }
 
-// storeFlags are --data and --database.
-type storeFlags struct{ data, database *string }
-
-func addStoreFlags(fs *flag.FlagSet) storeFlags {
-	return storeFlags{
-		data: fs.String("data", defaultDataDir(), "data directory"),
-		database: fs.String("database", os.Getenv("PIMAIL_DATABASE"),
-			"PostgreSQL URL of the store, postgres://… (default $PIMAIL_DATABASE; empty: SQLite in the data directory)"),
-	}
-}
-
-func (f storeFlags) loc() storeLoc { return storeLoc{dir: *f.data, database: *f.database} }
-
 // redactURL hides the password of a database URL, for printing.
 func redactURL(u string) string {
 	p, err := url.Parse(u)
@@ -47,7 +33,7 @@ func redactURL(u string) string {
 // leaves blob collection to the servers.
 func openAdminStore(loc storeLoc) (store.Store, error) {
 	if loc.database == "" {
-		return openStore(loc.dir, true)
+		return openStore(loc.dir)
 	}
 	return openPostgres(loc.dir, loc.database, postgres.Options{Logger: quietLogger(), Admin: true})
 }

@@ -16,7 +16,7 @@ func cmdDKIM(args []string) error {
 	fs := newFlags("dkim", "DOMAIN", `Prints the DNS TXT records (selector._domainkey.DOMAIN) of the domain's
 DKIM signing keys, ready to paste into the zone. Keys (RSA-2048 and
 Ed25519) are generated and stored when the domain has none yet.`)
-	sf := addStoreFlags(fs)
+	data := addDataFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -28,7 +28,11 @@ Ed25519) are generated and stored when the domain has none yet.`)
 	if err != nil {
 		return err
 	}
-	return withStore(sf.loc(), func(ctx context.Context, st store.Store) error {
+	loc, err := data.loc()
+	if err != nil {
+		return err
+	}
+	return withStore(loc, func(ctx context.Context, st store.Store) error {
 		keys, err := dkim.EnsureKeys(ctx, st, domain)
 		if err != nil {
 			return err

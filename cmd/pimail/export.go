@@ -25,7 +25,7 @@ Existing files are never overwritten. ` + "`pimail import`" + ` reads both back.
 
 func cmdExport(args []string) error {
 	fs := newFlags("export", "--account ADDRESS --format mbox|maildir [--mailbox NAME] OUT", exportDoc)
-	sf := addStoreFlags(fs)
+	data := addDataFlags(fs)
 	account := fs.String("account", "", "address of the account to export (required)")
 	format := fs.String("format", "mbox", "mbox or maildir")
 	mailbox := fs.String("mailbox", "", "export only this mailbox")
@@ -43,7 +43,11 @@ func cmdExport(args []string) error {
 	if *format != "mbox" && *format != "maildir" {
 		return usagef("unknown format %q (want mbox or maildir)", *format)
 	}
-	st, err := openAdminStore(sf.loc())
+	loc, err := data.loc()
+	if err != nil {
+		return err
+	}
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}

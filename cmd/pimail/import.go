@@ -56,7 +56,7 @@ func cmdImport(args []string) error {
 
 // importFlags are the flags every source takes.
 type importFlags struct {
-	store   storeFlags
+	data    dataFlags
 	account *string
 	maxSize *int64
 	verbose *bool
@@ -64,7 +64,7 @@ type importFlags struct {
 
 func addImportFlags(fs *flag.FlagSet) importFlags {
 	return importFlags{
-		store:   addStoreFlags(fs),
+		data:    addDataFlags(fs),
 		account: fs.String("account", "", "address of the account to import into (required)"),
 		maxSize: fs.Int64("max-size", mailimport.DefaultMaxMessageSize, "skip messages larger than this many bytes"),
 		verbose: fs.Bool("verbose", false, "log every mailbox and skipped message"),
@@ -81,7 +81,11 @@ func runImport(f importFlags, fn func(ctx context.Context, im *mailimport.Import
 	if *f.verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	st, err := openAdminStore(f.store.loc())
+	loc, err := f.data.loc()
+	if err != nil {
+		return err
+	}
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -215,10 +219,14 @@ func importIMAP(args []string) error {
 	if err != nil {
 		return err
 	}
+	loc, err := f.data.loc()
+	if err != nil {
+		return err
+	}
 	hostname, _, _ := net.SplitHostPort(addr)
 	src := mailimport.IMAPSource{
 		Addr: addr, User: *user, Password: password, Security: sec, Batch: *batch, Connections: *conns,
-		StatePath:  mailimport.IMAPStatePath(*f.store.data, *f.account, addr, *user),
+		StatePath:  mailimport.IMAPStatePath(loc.dir, *f.account, addr, *user),
 		Reimport:   *reimport,
 		IncludeAll: *includeAll,
 		TLSConfig:  &tls.Config{ServerName: hostname, MinVersion: tls.VersionTLS12, InsecureSkipVerify: *skipVerify},

@@ -57,7 +57,7 @@ func cmdMigrate(args []string) error {
 
 	// A snapshot of the (possibly running) store, migrated to the
 	// current schema by opening it.
-	st, err := openStore(*data, true)
+	st, err := openStore(*data)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func cmdQueue(args []string) error {
 		argsUsage = "ID"
 	}
 	fs := newFlags("queue "+verb, argsUsage, "")
-	sf := addStoreFlags(fs)
+	data := addDataFlags(fs)
 	pos, err := parse(fs, args[1:])
 	if err != nil {
 		return err
@@ -60,7 +60,11 @@ func cmdQueue(args []string) error {
 	} else if len(pos) != 0 {
 		return usagef("unexpected arguments %q", pos)
 	}
-	return withStore(sf.loc(), func(ctx context.Context, st store.Store) error {
+	loc, err := data.loc()
+	if err != nil {
+		return err
+	}
+	return withStore(loc, func(ctx context.Context, st store.Store) error {
 		switch verb {
 		case "list":
 			return queueList(ctx, st)

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -38,6 +39,7 @@ type quickstartOpts struct {
 	data, configPath, binary  string
 	cert, key                 string
 	acme                      bool
+	acmeDirectory             string
 	addrs                     []netip.Addr
 }
 
@@ -54,6 +56,7 @@ DNS record the domain needs. See docs/deploy.md.`)
 	fs.StringVar(&o.cert, "cert", "", "TLS certificate chain (PEM) for the hostname")
 	fs.StringVar(&o.key, "key", "", "its private key (PEM)")
 	fs.BoolVar(&o.acme, "acme", false, "get certificates from Let's Encrypt (ACME)")
+	fs.StringVar(&o.acmeDirectory, "acme-directory", letsEncrypt, "with --acme: the ACME CA's directory URL (e.g. Let's Encrypt's staging CA for a first try)")
 	fs.StringVar(&o.binary, "binary", "/usr/local/bin/pimail", "where the pimail binary is installed (for the systemd unit)")
 	ips := fs.String("ip", "", "the server's public addresses, comma-separated (default: the global addresses of this machine's interfaces)")
 	pos, err := parse(fs, args)
@@ -87,6 +90,9 @@ func (o *quickstartOpts) check(address, ips string) error {
 	}
 	if o.acme && o.cert != "" {
 		return usagef("--acme and --cert exclude each other")
+	}
+	if !o.acme && o.acmeDirectory != letsEncrypt {
+		return usagef("--acme-directory needs --acme")
 	}
 	if o.cert != "" {
 		if _, err := tls.LoadX509KeyPair(o.cert, o.key); err != nil {
@@ -128,8 +134,7 @@ func quickstart(o quickstartOpts) error {
 	if err := os.MkdirAll(filepath.Dir(o.configPath), 0o755); err != nil {
 		return fmt.Errorf("create configuration directory: %w", err)
 	}
-	acmeActive, err := writeConfig(o)
-	if err != nil {
+	if err := writeConfig(o); err != nil {
 		return err
 	}
 	pw, err := generatePassword()
@@ -139,11 +144,12 @@ func quickstart(o quickstartOpts) error {
 	var notes []string
 	var records []dkim.Record
 	pwSet := false
-	err = withStore(storeLoc{dir: o.data}, func(ctx context.Context, st store.Store) error {
-		var err error
-		notes, records, pwSet, err = setupDomain(ctx, st, o, pw)
+	st, err := createStore(o.data)
+	if err != nil {
 		return err
-	})
+	}
+	notes, records, pwSet, err = setupDomain(context.Background(), st, o, pw)
+	st.Close()
 	if err != nil {
 		return err
 	}
@@ -166,7 +172,7 @@ func quickstart(o quickstartOpts) error {
 	}
 	fmt.Println()
 	printZone(o, records)
-	printAdvice(o, unit, acmeActive)
+	printAdvice(o, unit)
 	return nil
 }
 
@@ -240,8 +246,8 @@ func generatePassword() (string, error) {
 	return b.String(), nil
 }
 
-// publicAddrs returns the global unicast, non-private addresses of the
-// machine's interfaces (none behind NAT: then --ip is needed).
+// publicAddrs returns the addresses of the machine's interfaces that can
+// be published (none behind NAT: then --ip is needed).
 func publicAddrs() []netip.Addr {
 	ifAddrs, err := net.InterfaceAddrs()
 	if err != nil {
@@ -253,55 +259,85 @@ func publicAddrs() []netip.Addr {
 		if err != nil {
 			continue
 		}
-		ip := pfx.Addr().Unmap()
-		if ip.IsGlobalUnicast() && !ip.IsPrivate() && !ip.IsLoopback() {
+		if ip := pfx.Addr().Unmap(); publishable(ip) {
 			out = append(out, ip)
 		}
 	}
 	return out
 }
 
-// writeConfig writes the annotated configuration. With --acme, the ACME keys
-// are written active when this pimail knows them, else commented out; it
-// reports which.
-func writeConfig(o quickstartOpts) (acmeActive bool, err error) {
+// notPublic are the special-purpose ranges (RFC 6890 and the IANA
+// registries) that netip's predicates let through as global unicast: an
+// address there on an interface is no one's public address.
+var notPublic = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space, carrier NAT (RFC 6598)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments (RFC 6890)
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation, TEST-NET-1 (RFC 5737)
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking (RFC 2544)
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation, TEST-NET-2 (RFC 5737)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation, TEST-NET-3 (RFC 5737)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved (RFC 1112)
+	netip.MustParsePrefix("100::/64"),        // discard only (RFC 6666)
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments (RFC 2928)
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation (RFC 3849)
+}
+
+// publishable reports whether ip may be published as the server's address
+// in A/AAAA and PTR records.
+func publishable(ip netip.Addr) bool {
+	if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() {
+		return false
+	}
+	for _, p := range notPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// letsEncrypt is the directory of Let's Encrypt's production CA.
+const letsEncrypt = "https://acme-v02.api.letsencrypt.org/directory"
+
+// quickstartConfig is the configuration quickstart writes: the defaults,
+// the host name and data directory, and TLS from --cert/--key or ACME.
+func quickstartConfig(o quickstartOpts) config.Config {
 	cfg := config.Default()
 	cfg.Hostname, cfg.Data = o.hostname, o.data
-	if o.cert != "" {
+	switch {
+	case o.cert != "":
 		cfg.TLS = config.TLS{CertFile: o.cert, KeyFile: o.key}
+	case o.acme:
+		cfg.TLS = config.TLS{ACME: true, ACMEEmail: o.address, ACMEDirectory: o.acmeDirectory,
+			ACMEHosts: []string{o.hostname, "mta-sts." + o.domain, "autoconfig." + o.domain, "autodiscover." + o.domain}}
+	}
+	return cfg
+}
+
+// writeConfig writes the annotated configuration, after checking that it
+// loads back as the same configuration.
+func writeConfig(o quickstartOpts) error {
+	cfg := quickstartConfig(o)
+	text, err := renderConfig(cfg, o)
+	if err != nil {
+		return err
 	}
 	tmp := o.configPath + ".tmp"
 	defer os.Remove(tmp)
-	for _, active := range []bool{o.acme, false} {
-		text, err := renderConfig(cfg, o, active)
-		if err != nil {
-			return false, err
-		}
-		if err := os.WriteFile(tmp, []byte(text), 0o640); err != nil {
-			return false, fmt.Errorf("write configuration: %w", err)
-		}
-		if _, lerr := config.Load(tmp); lerr != nil {
-			if active {
-				continue // this version does not know the ACME keys yet
-			}
-			return false, fmt.Errorf("the generated configuration does not load: %w", lerr)
-		}
-		if err := os.Rename(tmp, o.configPath); err != nil {
-			return false, fmt.Errorf("write configuration: %w", err)
-		}
-		return active, nil
+	if err := os.WriteFile(tmp, []byte(text), 0o640); err != nil {
+		return fmt.Errorf("write configuration: %w", err)
 	}
-	return false, errors.New("unreachable")
-}
-
-// acmeKeys are the [tls] keys ACME needs (see the report in docs/deploy.md).
-func acmeKeys(o quickstartOpts) []string {
-	return []string{
-		"acme = true                   # certificates from an ACME CA (TLS-ALPN-01 on :443, HTTP-01 on :80)",
-		fmt.Sprintf("acme_email = %q   # the CA's contact for expiry and policy notices", o.address),
-		`acme_directory = "https://acme-v02.api.letsencrypt.org/directory"`,
-		fmt.Sprintf("acme_hosts = [%q, %q, %q, %q]", o.hostname, "mta-sts."+o.domain, "autoconfig."+o.domain, "autodiscover."+o.domain),
+	back, err := config.Load(tmp)
+	if err != nil {
+		return fmt.Errorf("the generated configuration does not load: %w", err)
 	}
+	if !reflect.DeepEqual(back.TLS, cfg.TLS) {
+		return fmt.Errorf("the generated configuration loads with TLS %+v, not %+v", back.TLS, cfg.TLS)
+	}
+	if err := os.Rename(tmp, o.configPath); err != nil {
+		return fmt.Errorf("write configuration: %w", err)
+	}
+	return nil
 }
 
 // configNotes are comments put above sections and keys of the file.
@@ -309,7 +345,10 @@ var configNotes = map[string]string{
 	"hostname":     "The server's public name: SMTP banner and EHLO, TLS certificate name, MX target.",
 	"data":         "Database, message files, DKIM keys, spam models. Back it up with `pimail backup`.",
 	"[listen]":     "Listen addresses; \"\" turns a listener off. Ports below 1024 need CAP_NET_BIND_SERVICE (the systemd unit grants it).",
-	"[tls]":        "Certificates: cert_file/key_file (PEM, full chain), or self_signed for first tests only.",
+	"[tls]":        "Certificates: cert_file/key_file (PEM, full chain), ACME, or self_signed for first tests only.",
+	"acme":         "Certificates from an ACME CA (RFC 8555): TLS-ALPN-01 on the https listener, HTTP-01 on http; kept in DATA/tls/acme.",
+	"acme_email":   "The CA's contact for expiry and policy notices.",
+	"acme_hosts":   "The names certificates are requested for (each must resolve to this server).",
 	"[smtp]":       "SMTP limits (RFC 5321 §4.5.3) and connection limits against floods.",
 	"[imap]":       "IMAP limits. Logins without TLS are refused except over loopback.",
 	"[pop3]":       "POP3 limits. Logins without TLS are refused except over loopback.",
@@ -323,9 +362,8 @@ var configNotes = map[string]string{
 	"[log]":        "Logs go to standard error (the journal under systemd).",
 }
 
-// renderConfig encodes cfg with comments; acme adds the ACME keys to [tls],
-// commented out unless active.
-func renderConfig(cfg config.Config, o quickstartOpts, active bool) (string, error) {
+// renderConfig encodes cfg with comments.
+func renderConfig(cfg config.Config, o quickstartOpts) (string, error) {
 	var enc bytes.Buffer
 	if err := toml.NewEncoder(&enc).Encode(cfg); err != nil {
 		return "", fmt.Errorf("encode configuration: %w", err)
@@ -341,19 +379,10 @@ func renderConfig(cfg config.Config, o quickstartOpts, active bool) (string, err
 			key = k
 		}
 		if note, ok := configNotes[key]; ok {
-			b.WriteString("# " + note + "\n")
+			indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+			b.WriteString(indent + "# " + note + "\n")
 		}
 		b.WriteString(line + "\n")
-		if key == "[tls]" && o.acme {
-			prefix := "  "
-			if !active {
-				b.WriteString("  # ACME is not supported by this version of pimail yet; these are the keys it will take:\n")
-				prefix = "  # "
-			}
-			for _, k := range acmeKeys(o) {
-				b.WriteString(prefix + k + "\n")
-			}
-		}
 	}
 	return b.String(), nil
 }
@@ -422,7 +451,7 @@ func printZone(o quickstartOpts, dkimRecs []dkim.Record) {
 }
 
 // printAdvice prints what the zone cannot hold and the next steps.
-func printAdvice(o quickstartOpts, unit string, acmeActive bool) {
+func printAdvice(o quickstartOpts, unit string) {
 	fmt.Println("Reverse DNS (PTR): receivers distrust mail from an address whose reverse name")
 	fmt.Println("does not lead back to it. Ask the provider of the server's addresses to set:")
 	if len(o.addrs) == 0 {
@@ -440,11 +469,10 @@ func printAdvice(o quickstartOpts, unit string, acmeActive bool) {
 	switch {
 	case o.cert != "":
 		fmt.Printf("  certificate %s (renew it in place; pimail reads it at start)\n", o.cert)
-	case o.acme && acmeActive:
-		fmt.Println("  certificates come from Let's Encrypt; ports 80 and 443 must be reachable")
 	case o.acme:
-		fmt.Println("  ACME is not supported by this pimail version yet: its keys are in the")
-		fmt.Println("  configuration, commented out. Until then a self-signed certificate is used.")
+		fmt.Printf("  certificates come from the ACME CA %s\n", o.acmeDirectory)
+		fmt.Println("  when a client first asks for a name; ports 80 and 443 must be reachable")
+		fmt.Println("  from the internet and the names in acme_hosts must point here.")
 	default:
 		fmt.Println("  self-signed certificate: clients will warn. Give --cert/--key (e.g. from certbot).")
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"pimail/internal/config"
+	"pimail/internal/password"
 	"pimail/internal/server"
 	"pimail/internal/store"
 )
@@ -122,6 +123,7 @@ me@localhost whose password it prints. Plain-text login is allowed because
 every listener is on loopback. Nothing here is for the internet: see
 "pimail serve" and docs/ for a real deployment.`)
 	data := fs.String("data", defaultDataDir(), "data directory")
+	lf := addListenFlags(fs)
 	if pos, err := parse(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
@@ -141,6 +143,7 @@ every listener is on loopback. Nothing here is for the internet: see
 		HTTP:        "127.0.0.1:8080",
 		ManageSieve: "127.0.0.1:4190",
 	}
+	lf.apply(fs, &cfg.Listen) // another port when one of these is taken
 	cfg.TLS = config.TLS{SelfSigned: true}
 	cfg.Submission.AllowLoopbackAuth = true
 	pw, err := ensureLocalAccount(cfg.Data)
@@ -172,18 +175,27 @@ pimail is running on localhost.
 // can print it.
 func ensureLocalAccount(dir string) (string, error) {
 	pwPath := filepath.Join(dir, localPwFile)
-	st, err := openStore(dir, true)
+	st, err := createStore(dir)
 	if err != nil {
 		return "", err
 	}
 	defer st.Close()
 	ctx := context.Background()
-	if _, err := st.Account(ctx, localAccount); err == nil {
+	if acct, err := st.Account(ctx, localAccount); err == nil {
+		// The first password is kept to be printed again, as long as it is
+		// the account's: after pimail account passwd it is not.
+		const changed = "(changed with pimail account passwd)"
 		b, err := os.ReadFile(pwPath)
 		if errors.Is(err, fs.ErrNotExist) {
-			return "(changed: see pimail account passwd)", nil
+			return changed, nil
+		} else if err != nil {
+			return "", err
 		}
-		return strings.TrimSpace(string(b)), err
+		pw := strings.TrimSpace(string(b))
+		if ok, err := password.Verify(acct.PasswordHash, pw); err != nil || !ok {
+			return changed, nil
+		}
+		return pw, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}

@@ -22,8 +22,8 @@ func init() {
 func cmdSpam(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprint(os.Stderr, "usage: pimail spam VERB ...\n\nverbs:\n"+
-			"  spam train [--data DIR] [--database URL] [--account ADDRESS | --base] [--untrain] --spam SOURCE --ham SOURCE\n"+
-			"  spam check [--data DIR] [--database URL] [--account ADDRESS] FILE\n\n"+
+			"  spam train [--data DIR] [--account ADDRESS | --base] [--untrain] --spam SOURCE --ham SOURCE\n"+
+			"  spam check [--data DIR] [--account ADDRESS] FILE\n\n"+
 			"SOURCE is a directory of messages, an mbox file, a single message, or a list file\n"+
 			"of \"path<TAB>label\" lines (paths relative to the list; only lines of the matching\n"+
 			"label, or without one, are used), such as the corpus' train.txt.\n")
@@ -55,7 +55,7 @@ func accountID(st store.DirectoryReader, address string) (int64, error) {
 
 func spamTrain(args []string) error {
 	fset := newFlags("spam train", "--spam SOURCE --ham SOURCE", "Train the base model (default) or an account's model; the server picks the change up within 30 s.")
-	sf := addStoreFlags(fset)
+	df := addDataFlags(fset)
 	account := fset.String("account", "", "train this account's model instead of the base model")
 	base := fset.Bool("base", false, "train the shared base model (the default)")
 	untrain := fset.Bool("untrain", false, "remove the messages from the model instead of adding them")
@@ -74,7 +74,11 @@ func spamTrain(args []string) error {
 	if *spamSrc == "" && *hamSrc == "" {
 		return usagef("give --spam and/or --ham")
 	}
-	st, err := openAdminStore(sf.loc())
+	loc, err := df.loc()
+	if err != nil {
+		return err
+	}
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -132,7 +136,7 @@ func spamTrain(args []string) error {
 
 func spamCheck(args []string) error {
 	fset := newFlags("spam check", "FILE", "Score one message as the server would and print the score and reasons.")
-	sf := addStoreFlags(fset)
+	df := addDataFlags(fset)
 	account := fset.String("account", "", "score for this account (base model plus its own)")
 	pos, err := parse(fset, args)
 	if err != nil {
@@ -145,7 +149,11 @@ func spamCheck(args []string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	st, err := openAdminStore(sf.loc())
+	loc, err := df.loc()
+	if err != nil {
+		return err
+	}
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -27,7 +26,7 @@ const maxMetricsBody = 8 << 20
 func cmdStatus(args []string) error {
 	fs := newFlags("status", "", `Print what the store holds; with --metrics, also a summary of
 a running server's metrics (for example http://127.0.0.1:8080/metrics).`)
-	sf := addStoreFlags(fs)
+	data := addDataFlags(fs)
 	url := fs.String("metrics", "", "URL of a running server's /metrics")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -38,12 +37,14 @@ a running server's metrics (for example http://127.0.0.1:8080/metrics).`)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// Without a database there is nothing to count; do not create one.
-	loc := sf.loc()
-	if _, err := os.Stat(filepath.Join(loc.dir, "pimail.db")); err == nil || loc.database != "" || *url == "" {
+	// With --metrics alone, a missing data directory is no error: the
+	// server may run on another machine.
+	if loc, err := data.loc(); err == nil {
 		if err := printStoreStatus(ctx, loc); err != nil {
 			return err
 		}
+	} else if *url == "" || *data.data != "" {
+		return err
 	}
 	if *url != "" {
 		return printMetrics(ctx, *url)
@@ -78,7 +79,9 @@ func printStoreStatus(ctx context.Context, loc storeLoc) error {
 	fmt.Fprintf(w, "domains\t%d\n", len(doms))
 	fmt.Fprintf(w, "accounts\t%d\n", s.Accounts)
 	fmt.Fprintf(w, "messages\t%d\n", s.Messages)
-	fmt.Fprintf(w, "message files (blobs)\t%d\n", s.Blobs)
+	// A content is stored once however many mailboxes hold it, small ones
+	// in the database, the others as files.
+	fmt.Fprintf(w, "message contents\t%d (each stored once)\n", s.Blobs)
 	fmt.Fprintf(w, "message bytes\t%d (%.1f MiB)\n", s.BlobBytes, float64(s.BlobBytes)/(1<<20))
 	fmt.Fprintf(w, "outbound queue\t%d\n", len(q))
 	return w.Flush()

@@ -2,8 +2,8 @@
 // is optional and has a safe default, plus command-line overrides.
 //
 // Unknown keys are an error, so a typo never silently falls back to a
-// default. docs/configuration.md lists every key; Example() prints a complete
-// file with the defaults.
+// default. docs/admin.md ("Configuration") lists every key; Example() prints a
+// complete file with the defaults.
 package config
 
 import (
@@ -128,6 +128,10 @@ type Spam struct {
 	JunkThreshold   float64 `toml:"junk_threshold"`   // score filing the message into Junk
 	RejectThreshold float64 `toml:"reject_threshold"` // score refusing it at DATA with 550 5.7.1
 	NoReject        bool    `toml:"no_reject"`        // never refuse: certain spam goes to Junk too
+	// NoShippedModel: until a base model is trained here, score with the
+	// rules and each account's own model only, not the base model pimail
+	// ships with.
+	NoShippedModel bool `toml:"no_shipped_model"`
 }
 
 // AV configures virus scanning: a built-in attachment policy, and clamd
@@ -444,6 +448,9 @@ func (c Config) Validate() error {
 // exampleExtras shows, commented out, the keys that have no default value.
 const exampleExtras = `
 # Keys without a default, as examples:
+#
+# [tls]
+#   acme_hosts = ["mail.example.org", "mta-sts.example.org"]  # ACME names (default: hostname)
 #
 # [dns]                        # resolvers to ask instead of /etc/resolv.conf
 #   servers = ["127.0.0.1:53"]

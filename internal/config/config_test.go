@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,30 @@ func TestMemoryLimit(t *testing.T) {
 	if _, err := Load(write(t, "memory_limit_mb = -1\n")); err == nil {
 		t.Fatal("a negative memory limit was accepted")
 	}
+}
+
+// TestExampleHasEveryKey: `pimail config` shows every key of the
+// configuration, set or as a commented example (acme_hosts was missing).
+func TestExampleHasEveryKey(t *testing.T) {
+	ex := Example()
+	var walk func(typ reflect.Type, path string)
+	walk = func(typ reflect.Type, path string) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			tag := strings.Split(f.Tag.Get("toml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Struct && ft != reflect.TypeOf(Duration{}) {
+				walk(ft, path+tag+".")
+				continue
+			}
+			if !regexp.MustCompile(`(?m)^[ #]*`+regexp.QuoteMeta(tag)+` = `).MatchString(ex) &&
+				!strings.Contains(ex, "["+path+tag) && !strings.Contains(ex, "[["+path+tag) {
+				t.Errorf("pimail config does not show %s%s", path, tag)
+			}
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
 }

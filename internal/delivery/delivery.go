@@ -23,7 +23,8 @@
 //     room are left out, and with none left the message is refused;
 //  8. store it once for all recipients (one blob, one row per mailbox).
 //
-// Later steps (DNSBL) slot in before 8 without changing the callers.
+// The client's blocklist listings (Envelope.DNSBL) enter at step 5, as
+// points of the spam score.
 package delivery
 
 import (
@@ -38,6 +39,7 @@ import (
 	"pimail/internal/message"
 	"pimail/internal/metrics"
 	"pimail/internal/msgauth"
+	"pimail/internal/spam"
 	"pimail/internal/store"
 )
 
@@ -75,6 +77,11 @@ type Envelope struct {
 	// user (submission, webmail) or made by this server (DSNs). Sender
 	// authentication (WithAuth) is skipped for it.
 	Authenticated bool
+	// DNSBL lists the blocklists (RFC 5782) that list the client, with
+	// their configured weights: the SMTP server's lookup at connect
+	// (internal/dnsbl's Verdict.Hits), below its refusal threshold. The
+	// spam filter counts each (spam.Input.DNSBL).
+	DNSBL []spam.DNSBLHit
 }
 
 // Store is what the pipeline needs of the store: accounts (for quota

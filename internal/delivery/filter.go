@@ -96,6 +96,7 @@ func (p *Pipeline) runFilters(ctx context.Context, log *slog.Logger, env Envelop
 			MailFrom: env.MailFrom,
 			RemoteIP: env.RemoteIP,
 			Helo:     env.Helo,
+			DNSBL:    env.DNSBL,
 			Now:      p.now(),
 		}
 		if auth != nil {

@@ -151,3 +151,47 @@ func TestFilterClamdDown(t *testing.T) {
 		t.Fatalf("stored:\n%s", raw)
 	}
 }
+
+// The client's blocklist listings reach the spam score: the same
+// message goes to INBOX from a clean client and to Junk, with the
+// listings among the reasons, from a listed one.
+func TestFilterCountsDNSBL(t *testing.T) {
+	f := newFixture(t)
+	// The rules alone (no classifier), so that the listing is what decides.
+	sf, err := spam.New(spam.Config{NoShippedModel: true, NoReject: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pipe.WithFilters(Filters{Spam: sf})
+	ctx := context.Background()
+	note := "a few lines about the garden and the weather this week"
+	env := Envelope{MailFrom: "s@remote.test", Recipients: []string{"alice@example.com"}}
+	if _, err := f.pipe.Deliver(ctx, env, spamMsg(600, "garden", note)); err != nil {
+		t.Fatal(err)
+	}
+	listed := env
+	listed.DNSBL = []spam.DNSBLHit{{List: "zen.example", Weight: 0.9}, {List: "bl.example", Weight: 0.5}}
+	if _, err := f.pipe.Deliver(ctx, listed, spamMsg(601, "garden", note)); err != nil {
+		t.Fatal(err)
+	}
+	clean, _, _ := f.mailbox(t, "alice@example.com", "INBOX")
+	junk, kw, _ := f.mailbox(t, "alice@example.com", "Junk")
+	if !strings.Contains(string(clean), "Message-ID: <600@") || !strings.Contains(string(junk), "Message-ID: <601@") || !slices.Contains(kw, "$Junk") {
+		t.Fatalf("INBOX:\n%s\nJunk (%v):\n%s", clean, kw, junk)
+	}
+	score := func(raw []byte) float64 {
+		var v float64
+		for _, line := range strings.Split(string(raw), "\r\n") {
+			if s, ok := strings.CutPrefix(line, "X-Spam-Score: "); ok {
+				fmt.Sscanf(s, "%g", &v)
+			}
+		}
+		return v
+	}
+	if d := score(junk) - score(clean); d < 4.19 || d > 4.21 {
+		t.Errorf("the listings (weights 0.9 and 0.5, 3 points each) added %.2f points, want 4.20", d)
+	}
+	if !strings.Contains(string(junk), "DNSBL_zen.example=2.70") || !strings.Contains(string(junk), "DNSBL_bl.example=1.50") {
+		t.Errorf("listings not among the reasons:\n%s", junk[:min(len(junk), 600)])
+	}
+}

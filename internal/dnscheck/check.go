@@ -61,32 +61,39 @@ type Checker struct {
 	// Addrs, when set, are the addresses the hostname must have; otherwise
 	// whatever it has is taken as the server's.
 	Addrs []netip.Addr
+	// Progress, when set, gets each result as soon as its check is done
+	// (a slow resolver then shows progress instead of silence).
+	Progress func(Result)
 }
 
 // Run makes every check, in the order of Expected.
 func (c Checker) Run(ctx context.Context) []Result {
 	d, h := strings.ToLower(c.Domain), strings.ToLower(c.Hostname)
 	var out []Result
-	out = append(out, c.checkMX(ctx, d, h))
+	add := func(r Result) {
+		out = append(out, r)
+		if c.Progress != nil {
+			c.Progress(r)
+		}
+	}
+	add(c.checkMX(ctx, d, h))
 	addrRes, addrs := c.checkAddrs(ctx, h)
-	out = append(out, addrRes)
+	add(addrRes)
 	for _, a := range addrs {
-		out = append(out, c.checkPTR(ctx, a, h))
+		add(c.checkPTR(ctx, a, h))
 	}
-	out = append(out, c.checkSPF(ctx, d, h, addrs))
+	add(c.checkSPF(ctx, d, h, addrs))
 	for _, k := range c.DKIM {
-		out = append(out, c.checkDKIM(ctx, k))
+		add(c.checkDKIM(ctx, k))
 	}
-	out = append(out,
-		c.checkTXT(ctx, "DMARC", "_dmarc."+d, "v=DMARC1", "v=DMARC1; p=quarantine; rua=mailto:"+Postmaster(d), checkDMARC),
-		c.checkTXT(ctx, "MTA-STS", "_mta-sts."+d, "v=STSv1", "v=STSv1; id=<1-32 letters and digits>", checkSTS),
-		c.checkAlias(ctx, "MTA-STS host", "mta-sts."+d, h, addrs),
-		c.checkTXT(ctx, "TLS-RPT", "_smtp._tls."+d, "v=TLSRPTv1", "v=TLSRPTv1; rua=mailto:"+Postmaster(d), checkTLSRPT),
-		c.checkAlias(ctx, "autoconfig", "autoconfig."+d, h, addrs),
-		c.checkAlias(ctx, "autodiscover", "autodiscover."+d, h, addrs),
-	)
+	add(c.checkTXT(ctx, "DMARC", "_dmarc."+d, "v=DMARC1", "v=DMARC1; p=quarantine; rua=mailto:"+Postmaster(d), checkDMARC))
+	add(c.checkTXT(ctx, "MTA-STS", "_mta-sts."+d, "v=STSv1", "v=STSv1; id=<1-32 letters and digits>", checkSTS))
+	add(c.checkAlias(ctx, "MTA-STS host", "mta-sts."+d, h, addrs))
+	add(c.checkTXT(ctx, "TLS-RPT", "_smtp._tls."+d, "v=TLSRPTv1", "v=TLSRPTv1; rua=mailto:"+Postmaster(d), checkTLSRPT))
+	add(c.checkAlias(ctx, "autoconfig", "autoconfig."+d, h, addrs))
+	add(c.checkAlias(ctx, "autodiscover", "autodiscover."+d, h, addrs))
 	for _, s := range Services {
-		out = append(out, c.checkSRV(ctx, s, d, h))
+		add(c.checkSRV(ctx, s, d, h))
 	}
 	return out
 }

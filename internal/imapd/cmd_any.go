@@ -23,10 +23,10 @@ func (s *session) capabilities() string {
 			caps = append(caps, "LOGINDISABLED")
 		}
 	}
-	caps = append(caps, "LITERAL+", "MULTIAPPEND", "ID", "ENABLE", "IDLE", "NAMESPACE", "UNSELECT", "UIDPLUS",
+	caps = append(caps, "LITERAL+", "MULTIAPPEND", "CATENATE", "ID", "ENABLE", "IDLE", "NOTIFY", "NAMESPACE", "UNSELECT", "UIDPLUS",
 		"MOVE", "CHILDREN", "SPECIAL-USE", "LIST-EXTENDED", "LIST-STATUS", "ESEARCH",
 		"STATUS=SIZE", "BINARY", "UTF8=ACCEPT", "CONDSTORE", "QRESYNC", "SEARCHRES",
-		"SORT", "SORT=DISPLAY", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",
+		"SORT", "SORT=DISPLAY", "ESORT", "CONTEXT=SEARCH", "CONTEXT=SORT", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",
 		"COMPRESS=DEFLATE", "CREATE-SPECIAL-USE",
 		"APPENDLIMIT="+strconv.FormatInt(s.srv.cfg.MaxLiteralSize, 10))
 	caps = append(caps, s.quotaCapabilities()...) // quota.go

@@ -51,29 +51,42 @@ func (s *session) prepareAppend(cmd *command, known map[string]store.Mailbox) *a
 		r.err = err
 		return r
 	}
+	var cats [][]catenatePart // CATENATE parts by message, resolved once the mailbox is known
 	for args = args[1:]; len(args) > 0; {
 		var m store.AppendMessage
-		if m, args, r.err = parseAppendMessage(args); r.err != nil {
+		var cat []catenatePart
+		if m, cat, args, r.err = parseAppendMessage(args); r.err != nil {
 			return r
 		}
-		if len(m.Raw) == 0 {
+		if len(m.Raw) == 0 && cat == nil {
 			r.err = no("CANNOT", "empty message")
 			return r
 		}
 		r.msgs = append(r.msgs, m)
-		r.total += int64(len(m.Raw))
+		cats = append(cats, cat)
 	}
 	if mb, ok := known[name]; ok {
 		r.mb = mb
-		return r
-	}
-	if r.mb, err = s.srv.st.Mailbox(s.ctx, s.acct.ID, name); err != nil {
+	} else if r.mb, err = s.srv.st.Mailbox(s.ctx, s.acct.ID, name); err != nil {
 		r.err = fmt.Errorf("append: %w", err)
 		if errors.Is(err, store.ErrNotFound) {
 			r.err = no("TRYCREATE", "mailbox does not exist")
 		}
+		return r
 	} else if known != nil {
 		known[name] = r.mb
+	}
+	for i, cat := range cats {
+		if cat != nil {
+			if r.msgs[i].Raw, r.err = s.catenate(cat); r.err != nil {
+				return r
+			}
+			if len(r.msgs[i].Raw) == 0 {
+				r.err = no("CANNOT", "empty message")
+				return r
+			}
+		}
+		r.total += int64(len(r.msgs[i].Raw))
 	}
 	return r
 }
@@ -216,36 +229,46 @@ func literalSize(args []imapwire.Arg) int {
 }
 
 // parseAppendMessage parses one message of APPEND: [flag-list]
-// [date-time] (literal / "UTF8" "(" literal8 ")"), and returns the
-// arguments after it (RFC 9051 §9 append, RFC 3502 §7 append-message,
-// RFC 6855 §4). A missing date-time is now.
-func parseAppendMessage(args []imapwire.Arg) (store.AppendMessage, []imapwire.Arg, error) {
+// [date-time] (literal / "UTF8" "(" literal8 ")" / "CATENATE" "(" parts
+// ")"), and returns the arguments after it (RFC 9051 §9 append, RFC 3502
+// §7 append-message, RFC 6855 §4, RFC 4469 §5). A missing date-time is
+// now. The parts of a CATENATE are returned for the caller to resolve.
+func parseAppendMessage(args []imapwire.Arg) (store.AppendMessage, []catenatePart, []imapwire.Arg, error) {
 	var m store.AppendMessage
 	var err error
 	if len(args) > 0 && args[0].Kind == imapwire.KindList {
 		if m.Flags, m.Keywords, err = parseFlagList(args[:1]); err != nil {
-			return m, nil, err
+			return m, nil, nil, err
 		}
 		args = args[1:]
 	}
 	if len(args) > 1 && args[0].Kind == imapwire.KindQuoted {
 		if m.InternalDate, err = imapwire.ParseDateTime(args[0].Str); err != nil {
-			return m, nil, bad("invalid date-time")
+			return m, nil, nil, bad("invalid date-time")
 		}
 		args = args[1:]
 	}
 	switch {
 	case len(args) > 0 && args[0].Kind == imapwire.KindLiteral:
 		m.Raw = args[0].Lit
+		if args[0].Literal8 {
+			m.Raw = binaryToBase64(m.Raw)
+		}
 		args = args[1:]
 	case len(args) > 1 && args[0].Kind == imapwire.KindAtom && upperASCII(args[0].Str) == "UTF8" &&
 		args[1].Kind == imapwire.KindList && len(args[1].List) == 1 && args[1].List[0].Kind == imapwire.KindLiteral:
 		m.Raw = args[1].List[0].Lit
 		args = args[2:]
+	case len(args) > 1 && args[0].Kind == imapwire.KindAtom && upperASCII(args[0].Str) == "CATENATE":
+		cat, err := parseCatenate(args[1])
+		if err != nil {
+			return m, nil, nil, err
+		}
+		return m, cat, args[2:], nil
 	default:
-		return m, nil, bad("APPEND needs the message as a literal")
+		return m, nil, nil, bad("APPEND needs the message as a literal")
 	}
-	return m, args, nil
+	return m, nil, args, nil
 }
 
 // cmdIdle implements IDLE (RFC 2177, RFC 9051 §6.3.13): changes to the
@@ -287,12 +310,14 @@ func cmdIdle(s *session, cmd *command) (string, string, error) {
 				s.events = nil
 				continue
 			}
-			if s.sel == nil || ev.MailboxID != s.sel.mb.ID {
-				continue
+			s.noteEvent(ev)
+			if s.sel != nil && s.sel.dirty {
+				if err := s.syncMailbox(true, false); err != nil {
+					s.log.Error("imap idle sync", "err", err)
+				}
 			}
-			s.sel.dirty = true
-			if err := s.syncMailbox(true, false); err != nil {
-				s.log.Error("imap idle sync", "err", err)
+			if err := s.sendNotifications(); err != nil {
+				s.log.Error("imap idle notifications", "err", err)
 			}
 			if err := s.flush(); err != nil {
 				s.conn.Close() // ends the reader goroutine

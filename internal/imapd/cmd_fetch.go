@@ -241,6 +241,7 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, rawIsHeade
 		}
 		return rootPart(m, raw)
 	}
+	s.announceKeywords(m.Keywords) // before the buffer is taken: it may write FLAGS
 	b := w.AvailableBuffer()
 	b = append(b, "* "...)
 	b = strconv.AppendUint(b, uint64(i+1), 10)
@@ -258,7 +259,7 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, rawIsHeade
 			continue
 		case "FLAGS":
 			b = append(b, "FLAGS "...)
-			b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
+			b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.isRecent(m.UID))
 			flagsSent = true
 			continue
 		case "INTERNALDATE":
@@ -318,7 +319,7 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, rawIsHeade
 	if seenNow && !flagsSent {
 		// RFC 9051 §6.4.5: the implicit \Seen change is reported.
 		b = append(b, " FLAGS "...)
-		b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.recent[m.UID])
+		b = s.appendFlags(b, msgFlags{m.Flags, m.Keywords, m.ModSeq}, v.isRecent(m.UID))
 	}
 	if seenNow && s.condstore {
 		// RFC 7162 §3.1: a flag change carries UID and MODSEQ.

@@ -2,6 +2,7 @@ package imapd
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 type listOptions struct {
 	subscribedOnly bool // selection SUBSCRIBED
 	specialOnly    bool // selection SPECIAL-USE (RFC 6154 §5.1)
+	recursive      bool // selection RECURSIVEMATCH (RFC 5258 §3.1)
 	retSubscribed  bool
 	status         []string // RETURN (STATUS (...)) (RFC 5819)
 	lsub           bool
@@ -30,10 +32,17 @@ func cmdList(s *session, cmd *command) (string, string, error) {
 				opt.subscribedOnly, opt.retSubscribed = true, true
 			case "SPECIAL-USE":
 				opt.specialOnly = true
-			case "REMOTE", "RECURSIVEMATCH":
+			case "RECURSIVEMATCH":
+				opt.recursive = true
+			case "REMOTE":
 			default:
 				return "", "", bad("unknown LIST selection option")
 			}
+		}
+		// RFC 5258 §3.1: RECURSIVEMATCH needs another selection option
+		// that is not REMOTE. Only SUBSCRIBED changes what it returns.
+		if opt.recursive && !opt.subscribedOnly && !opt.specialOnly {
+			return "", "", bad("RECURSIVEMATCH needs another selection option")
 		}
 		args = args[1:]
 	}
@@ -98,13 +107,18 @@ func cmdLsub(s *session, cmd *command) (string, string, error) {
 	return "", "", s.list(ref, []string{pat}, listOptions{subscribedOnly: true, lsub: true})
 }
 
-// listEntry is one mailbox, existing or only implied by its children.
+// listEntry is one name a LIST or LSUB response may show.
 type listEntry struct {
 	name        string
 	exists      bool
 	subscribed  bool
 	special     string
-	hasChildren bool
+	hasChildren bool // an existing mailbox below it
+	// childInfo: not selected itself, but listed because a subscribed
+	// name below it that the patterns miss (RECURSIVEMATCH, RFC 5258
+	// §3.5); for LSUB, the \Noselect parent of such a name (RFC 3501
+	// §6.3.9).
+	childInfo bool
 }
 
 func (s *session) list(ref string, patterns []string, opt listOptions) error {
@@ -125,7 +139,12 @@ func (s *session) list(ref string, patterns []string, opt listOptions) error {
 	if err != nil {
 		return fmt.Errorf("listing mailboxes: %w", err)
 	}
-	entries := buildEntries(mbs)
+	var subs []string
+	if opt.subscribedOnly || opt.retSubscribed {
+		if subs, err = s.srv.st.Subscriptions(s.ctx, s.acct.ID); err != nil {
+			return fmt.Errorf("listing subscriptions: %w", err)
+		}
+	}
 	var matchers []string
 	for _, p := range patterns {
 		if !s.utf8Names() {
@@ -135,21 +154,17 @@ func (s *session) list(ref string, patterns []string, opt listOptions) error {
 		}
 		matchers = append(matchers, canonicalPattern(ref+p))
 	}
-	for _, e := range entries {
-		if opt.subscribedOnly && !e.subscribed {
-			continue
-		}
-		if opt.specialOnly && e.special == "" {
-			continue
-		}
-		matched := false
+	matches := func(name string) bool {
 		for _, m := range matchers {
-			if matchPattern(m, e.name) {
-				matched = true
-				break
+			if matchPattern(m, name) {
+				return true
 			}
 		}
-		if !matched {
+		return false
+	}
+	percent := slices.ContainsFunc(patterns, func(p string) bool { return strings.Contains(p, "%") })
+	for _, e := range buildEntries(mbs, subs, opt, matches, percent) {
+		if opt.specialOnly && e.special == "" {
 			continue
 		}
 		s.writeListEntry(e, opt)
@@ -166,16 +181,18 @@ func (s *session) list(ref string, patterns []string, opt listOptions) error {
 
 func (s *session) writeListEntry(e listEntry, opt listOptions) {
 	var attrs []string
-	if !e.exists {
-		attrs = append(attrs, `\NonExistent`)
-		if opt.lsub {
-			attrs = []string{`\Noselect`}
+	switch {
+	case opt.lsub:
+		if !e.exists || e.childInfo {
+			attrs = append(attrs, `\Noselect`)
 		}
-	}
-	if !opt.lsub {
+	default:
+		if !e.exists {
+			attrs = append(attrs, `\NonExistent`)
+		}
 		if e.hasChildren {
 			attrs = append(attrs, `\HasChildren`)
-		} else {
+		} else if e.exists {
 			attrs = append(attrs, `\HasNoChildren`)
 		}
 		if opt.retSubscribed && e.subscribed {
@@ -192,30 +209,84 @@ func (s *session) writeListEntry(e listEntry, opt listOptions) {
 	}
 	s.w.Raw(strings.Join(attrs, " ")).Raw(`) "/" `)
 	s.writeName(e.name)
+	if e.childInfo && !opt.lsub {
+		s.w.Raw(` ("CHILDINFO" ("SUBSCRIBED"))`)
+	}
 	s.w.CRLF()
 }
 
-// buildEntries sorts the mailboxes and adds the parents that do not exist.
-func buildEntries(mbs []store.Mailbox) []listEntry {
+// buildEntries returns the names a LIST or LSUB answers, sorted (INBOX
+// first): without the SUBSCRIBED selection, every mailbox and the parents
+// of mailboxes that match; with it, every subscribed name that matches
+// (existing or not, RFC 3501 §6.3.6, RFC 5258 §3.1) and the names
+// RECURSIVEMATCH or LSUB's "%" add for subscribed names below them.
+func buildEntries(mbs []store.Mailbox, subs []string, opt listOptions, matches func(string) bool, percent bool) []listEntry {
 	byName := map[string]*listEntry{}
-	for _, mb := range mbs {
-		byName[mb.Name] = &listEntry{name: mb.Name, exists: true, subscribed: mb.Subscribed, special: mb.SpecialUse}
+	entry := func(name string) *listEntry {
+		e, ok := byName[name]
+		if !ok {
+			e = &listEntry{name: name}
+			byName[name] = e
+		}
+		return e
 	}
 	for _, mb := range mbs {
-		levels := strings.Split(mb.Name, sep)
-		for i := 1; i < len(levels); i++ {
-			parent := strings.Join(levels[:i], sep)
-			p, ok := byName[parent]
-			if !ok {
-				p = &listEntry{name: parent}
-				byName[parent] = p
-			}
-			p.hasChildren = true
+		e := entry(mb.Name)
+		e.exists, e.special = true, mb.SpecialUse
+	}
+	for _, mb := range mbs {
+		for _, parent := range parentsOf(mb.Name) {
+			entry(parent).hasChildren = true
 		}
 	}
-	out := make([]listEntry, 0, len(byName))
+	for _, n := range subs {
+		entry(n).subscribed = true
+	}
+	var out []listEntry
 	for _, e := range byName {
+		switch {
+		case !matches(e.name):
+			continue
+		case opt.subscribedOnly && !e.subscribed:
+			continue
+		case !opt.subscribedOnly && !e.exists && !e.hasChildren:
+			continue // a subscription alone is no mailbox
+		}
 		out = append(out, *e)
+	}
+	if opt.subscribedOnly && (opt.recursive || opt.lsub && percent) {
+		// A subscribed name the patterns miss shows its matching
+		// ancestors; for LSUB only where "%" stopped at a level.
+		extra := map[string]bool{}
+		for _, n := range subs {
+			if matches(n) {
+				continue
+			}
+			for _, p := range parentsOf(n) {
+				if !matches(p) || extra[p] {
+					continue
+				}
+				e := byName[p]
+				if e == nil {
+					e = &listEntry{name: p}
+				}
+				if opt.lsub && e.subscribed {
+					continue
+				}
+				extra[p] = true
+				if e.subscribed {
+					for i := range out {
+						if out[i].name == p {
+							out[i].childInfo = true
+						}
+					}
+					continue
+				}
+				c := *e
+				c.childInfo = true
+				out = append(out, c)
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if (out[i].name == "INBOX") != (out[j].name == "INBOX") {
@@ -223,6 +294,17 @@ func buildEntries(mbs []store.Mailbox) []listEntry {
 		}
 		return out[i].name < out[j].name
 	})
+	return out
+}
+
+// parentsOf lists the superior names of a mailbox name: "a/b/c" → "a", "a/b".
+func parentsOf(name string) []string {
+	var out []string
+	for i := 0; i < len(name); i++ {
+		if name[i] == sep[0] {
+			out = append(out, name[:i])
+		}
+	}
 	return out
 }
 

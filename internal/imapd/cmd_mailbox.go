@@ -185,6 +185,11 @@ func (s *session) writeStatus(name string, items []string) error {
 	if err != nil {
 		return storeErr(err, "mailbox")
 	}
+	return s.writeStatusOf(st, items)
+}
+
+// writeStatusOf writes the "* STATUS" response of a mailbox status.
+func (s *session) writeStatusOf(st store.MailboxStatus, items []string) error {
 	deleted := 0
 	for _, it := range items {
 		if it == "DELETED" {
@@ -221,9 +226,11 @@ func (s *session) writeStatus(name string, items []string) error {
 		case "SIZE":
 			s.w.Int(st.Size)
 		case "RECENT":
-			n := 0
+			// The unclaimed messages (recent.go), or this session's own
+			// recent ones when it has the mailbox selected.
+			n := st.Recent
 			if s.sel != nil && s.sel.mb.ID == st.ID {
-				n = len(s.sel.recent)
+				n = s.sel.recentCount()
 			}
 			s.w.Int(int64(n))
 		case "HIGHESTMODSEQ":

@@ -51,22 +51,17 @@ func cmdSelect(s *session, cmd *command) (string, string, error) {
 	}
 	s.drainEvents() // events up to now are covered by the snapshot's modseq
 	v.dirty = true  // but re-check once: the snapshot and modseq were read apart
+	s.markRecent(v.uids)
+	for _, k := range v.keywords() {
+		v.announced[k] = true
+	}
 
 	w := s.w
 	w.Raw("* ").Int(int64(len(v.uids))).Raw(" EXISTS").CRLF()
 	if !s.rev2 {
-		w.Untagged("0 RECENT")
+		w.Raw("* ").Int(int64(v.recentCount())).Raw(" RECENT").CRLF()
 	}
-	w.Raw(`* FLAGS (\Seen \Answered \Flagged \Deleted \Draft`)
-	for _, k := range v.keywords() {
-		w.SP().Raw(k)
-	}
-	w.Raw(")").CRLF()
-	if readOnly {
-		w.Untagged("OK [PERMANENTFLAGS ()] No permanent flags permitted")
-	} else {
-		w.Untagged(`OK [PERMANENTFLAGS (\Seen \Answered \Flagged \Deleted \Draft \*)] Flags permitted`)
-	}
+	s.writeMailboxFlags()
 	w.Raw("* OK [UIDVALIDITY ").Number(uint64(mb.UIDValidity)).Raw("] UIDs valid").CRLF()
 	uidNext := mb.UIDNext
 	if m := v.maxUID(); uidNext <= m {

@@ -57,10 +57,16 @@ func (s *session) loadSortItems(hits []int) ([]sortItem, error) {
 	return items, nil
 }
 
-// firstAddress is the first real address of a list (group markers skipped).
+// firstAddress is the first entry of an address list. A group counts
+// with its name as the mailbox and display name, as Dovecot sorts it
+// (RFC 5256 and RFC 5957 say nothing of groups; imaptest's sort-addresses
+// and sort-display-to expect this).
 func firstAddress(list []message.Address) (message.Address, bool) {
 	for _, a := range list {
-		if a.Group == "" && !a.End {
+		switch {
+		case a.Group != "":
+			return message.Address{Name: a.Group, Mailbox: a.Group}, true
+		case !a.End:
 			return a, true
 		}
 	}
@@ -82,7 +88,10 @@ func displayKey(list []message.Address) string {
 	}
 	name := strings.TrimSpace(message.DecodeHeaderValue(a.Name))
 	if name == "" {
-		name = a.Mailbox + "@" + a.Host
+		name = a.Mailbox
+		if a.Host != "" {
+			name += "@" + a.Host
+		}
 	}
 	return strings.ToLower(name)
 }
@@ -136,37 +145,71 @@ func sortItems(items []sortItem, keys []imapwire.SortKey) {
 }
 
 // cmdSort implements SORT and UID SORT (RFC 5256 §3) with the
-// DISPLAYFROM and DISPLAYTO keys (RFC 5957).
+// DISPLAYFROM and DISPLAYTO keys (RFC 5957), and RETURN (ESORT, RFC 5267
+// §3, with PARTIAL and UPDATE of CONTEXT=SORT, §4), answered in ESEARCH.
 func cmdSort(s *session, cmd *command) (string, string, error) {
-	if len(cmd.args) < 3 {
+	args := cmd.args
+	var ret []string
+	var partial imapwire.PartialRange
+	hasReturn := len(args) > 0 && args[0].Kind == imapwire.KindAtom && upperASCII(args[0].Str) == "RETURN"
+	if hasReturn {
+		if len(args) < 2 {
+			return "", "", bad("RETURN needs a list")
+		}
+		var err error
+		if ret, partial, err = imapwire.ParseReturnOptions(args[1]); err != nil || slices.Contains(ret, "SAVE") {
+			return "", "", bad("invalid SORT return options")
+		}
+		args = args[2:]
+	}
+	if len(args) < 3 {
 		return "", "", bad("SORT needs criteria, a charset and search keys")
 	}
-	keys, err := imapwire.ParseSortCriteria(cmd.args[0])
+	keys, err := imapwire.ParseSortCriteria(args[0])
 	if err != nil {
 		return "", "", bad("invalid sort criteria")
 	}
-	sc, err := imapwire.ParseCharsetSearch(cmd.args[1:])
+	sc, err := imapwire.ParseCharsetSearch(args[1:])
 	if err != nil {
 		return "", "", bad("%s", err.Error())
 	}
 	if err := checkCharset(sc.Charset); err != nil {
 		return "", "", err
 	}
-	hits, _, err := s.search(sc.Key)
+	res, err := s.search(sc.Key)
 	if err != nil {
 		return "", "", err
 	}
-	items, err := s.loadSortItems(hits)
-	if err != nil {
+	if res, err = s.sortResult(res, keys); err != nil {
 		return "", "", err
+	}
+	if !hasReturn {
+		s.w.Raw("* SORT")
+		for _, i := range res.idx {
+			s.w.SP().Number(uint64(s.msgNumber(i, cmd.uid)))
+		}
+		s.w.CRLF()
+		return "", "", nil
+	}
+	s.writeESearch(cmd, ret, partial, res)
+	if slices.Contains(ret, "UPDATE") {
+		return s.addContext(cmd, sc.Key, keys, res), "", nil
+	}
+	return "", "", nil
+}
+
+// sortResult puts a search result into the order of the sort keys.
+func (s *session) sortResult(res searchResult, keys []imapwire.SortKey) (searchResult, error) {
+	items, err := s.loadSortItems(res.idx)
+	if err != nil {
+		return searchResult{}, err
 	}
 	sortItems(items, keys)
-	s.w.Raw("* SORT")
-	for _, it := range items {
-		s.w.SP().Number(uint64(s.msgNumber(it.idx, cmd.uid)))
+	out := searchResult{idx: make([]int, len(items)), modseqs: make([]uint64, len(items)), usesModSeq: res.usesModSeq}
+	for n, it := range items {
+		out.idx[n], out.modseqs[n] = it.idx, it.meta.ModSeq
 	}
-	s.w.CRLF()
-	return "", "", nil
+	return out, nil
 }
 
 // msgNumber is the UID or the sequence number of view index i.

@@ -81,6 +81,9 @@ func cmdStore(s *session, cmd *command) (string, string, error) {
 			v.flags[i] = msgFlags{u.Flags, u.Keywords, u.ModSeq}
 		}
 	}
+	if op != store.FlagsRemove && len(updates) > 0 {
+		s.announceKeywords(kws) // also for .SILENT: FLAGS lists what the mailbox has
+	}
 	if spam, ok := junkKeywords(op, kws); ok && len(idx) > 0 {
 		s.reportJunk(v.mb.ID, v.uidsOf(idx), spam) // $Junk / $NotJunk teach the account's filter
 	}

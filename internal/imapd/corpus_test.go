@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -19,12 +18,8 @@ import (
 // BODY[] back: the structures must parse and the bytes must be identical.
 func TestCorpusRoundTrip(t *testing.T) {
 	var files []string
-	for _, pat := range []string{"edge/*", "ham/sa-easy-ham-1-0000*", "spam/sa-spam-1-0000*", "ham/trec07p-00000*"} {
-		m, _ := filepath.Glob(filepath.Join("/work/shared/corpus", pat))
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Skip("corpus not available")
+	for _, pat := range []string{"edge/*", "ham/ham-0*", "spam/spam-0*"} {
+		files = append(files, corpusGlob(t, pat)...)
 	}
 	sort.Strings(files)
 	if len(files) > 400 {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,11 +17,8 @@ import (
 
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
+	"pimail/internal/testcorpus"
 )
-
-// benchMbox is the mailbox the FETCH benchmarks load (seed 003's 1k
-// mailbox); the benchmarks skip when it is not there.
-const benchMbox = "/work/shared/corpus/mailbox/mailbox-1k.mbox"
 
 // splitMbox cuts an mbox into messages with CRLF line endings (enough for
 // a benchmark: ">From " quoting is left alone).
@@ -48,7 +46,12 @@ var benchEnvOnce struct {
 // INBOX loaded with benchMbox.
 func benchServer(b *testing.B, plain bool) string {
 	b.Helper()
-	raw, err := os.ReadFile(benchMbox)
+	// The large corpus' 1k mailbox; the benchmarks skip without it.
+	dir, err := testcorpus.LargeDir()
+	if err != nil {
+		b.Skip(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "mailbox", "mailbox-1k.mbox"))
 	if err != nil {
 		b.Skipf("benchmark mailbox not available: %v", err)
 	}

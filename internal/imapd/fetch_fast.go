@@ -117,7 +117,9 @@ func (s *session) appendAddresses(b []byte, list []message.Address) []byte {
 		default:
 			b = append(b, '(')
 			b = w.AppendNString(b, a.Name)
-			b = append(b, " NIL "...)
+			b = append(b, ' ')
+			b = w.AppendNString(b, a.Route) // the obsolete route as adl (RFC 9051 §7.5.2), as Dovecot keeps it
+			b = append(b, ' ')
 			b = w.AppendNString(b, a.Mailbox)
 			b = append(b, ' ')
 			b = w.AppendNString(b, a.Host)

@@ -99,3 +99,49 @@ func (v *mailboxView) keywords() []string {
 	sort.Strings(out)
 	return out
 }
+
+// writeMailboxFlags writes the FLAGS and PERMANENTFLAGS responses of the
+// selected mailbox (RFC 9051 §7.3.5, §7.1): the system flags and every
+// keyword announced so far, which a read-write mailbox lets clients set
+// along with new ones (\*).
+func (s *session) writeMailboxFlags() {
+	v := s.sel
+	kws := make([]string, 0, len(v.announced))
+	for k := range v.announced {
+		kws = append(kws, k)
+	}
+	sort.Strings(kws)
+	w := s.w
+	w.Raw(`* FLAGS (\Answered \Flagged \Deleted \Seen \Draft`)
+	for _, k := range kws {
+		w.SP().Raw(k)
+	}
+	w.Raw(")").CRLF()
+	if v.readOnly {
+		w.Untagged("OK [PERMANENTFLAGS ()] No permanent flags permitted")
+		return
+	}
+	w.Raw(`* OK [PERMANENTFLAGS (\Answered \Flagged \Deleted \Seen \Draft`)
+	for _, k := range kws {
+		w.SP().Raw(k)
+	}
+	w.Raw(` \*)] Flags permitted`).CRLF()
+}
+
+// announceKeywords sends FLAGS and PERMANENTFLAGS again when a message
+// of the view carries a keyword the last FLAGS did not list, before the
+// response that shows it (RFC 3501 §7.2.6, RFC 9051 §7.3.5: FLAGS lists
+// the flags applicable to the mailbox).
+func (s *session) announceKeywords(kws []string) {
+	v := s.sel
+	fresh := false
+	for _, k := range kws {
+		if !v.announced[k] && validKeyword(k) {
+			v.announced[k] = true
+			fresh = true
+		}
+	}
+	if fresh {
+		s.writeMailboxFlags()
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
+	"pimail/internal/testcorpus"
 )
 
 const testPassword = "secret"
@@ -173,14 +174,25 @@ func (r *rawConn) login() {
 
 func last(lines []string) string { return lines[len(lines)-1] }
 
-// corpusFile reads a message from the shared corpus, or skips.
+// corpusGlob lists the files of the test corpus (testdata/corpus) that
+// match pattern; none is an error.
+func corpusGlob(t *testing.T, pattern string) []string {
+	t.Helper()
+	dir, err := testcorpus.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+	if len(matches) == 0 {
+		t.Fatalf("no test corpus file matches %s", pattern)
+	}
+	return matches
+}
+
+// corpusFile reads the first message of the test corpus matching pattern.
 func corpusFile(t *testing.T, pattern string) []byte {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join("/work/shared/corpus", pattern))
-	if len(matches) == 0 {
-		t.Skipf("corpus file %s not available", pattern)
-	}
-	b, err := os.ReadFile(matches[0])
+	b, err := os.ReadFile(corpusGlob(t, pattern)[0])
 	if err != nil {
 		t.Fatal(err)
 	}

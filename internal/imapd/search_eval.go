@@ -13,10 +13,7 @@ const maxSearchKeyDepth = 100
 
 // searchInfo is what a search reports besides its matches.
 type searchInfo struct {
-	// usesModSeq: the program has a MODSEQ key, so the answer carries the
-	// highest MODSEQ of the matches (RFC 7162 §3.1.5, §3.1.6).
-	usesModSeq bool
-	maxModSeq  uint64
+	usesModSeq bool // the program has a MODSEQ key (searchResult)
 }
 
 // toStoreQuery translates a parsed search key (RFC 9051 §6.4.4) into the
@@ -33,12 +30,8 @@ func (s *session) toStoreQuery(k imapwire.SearchKey, info *searchInfo, depth int
 	}
 	flag := func(f store.Flags) store.SearchQuery { return store.SearchQuery{Op: store.SearchFlag, Flags: f} }
 	recent := func() store.SearchQuery {
-		uids := make([]uint32, 0, len(v.recent))
-		for u := range v.recent {
-			uids = append(uids, u)
-		}
-		slices.Sort(uids)
-		return store.SearchQuery{Op: store.SearchUIDs, UIDs: uidRanges(uids)}
+		// An empty UIDs matches nothing (store.SearchUIDs).
+		return store.SearchQuery{Op: store.SearchUIDs, UIDs: slices.Clone(v.recent)}
 	}
 	text := func(op store.SearchOp) store.SearchQuery { return store.SearchQuery{Op: op, Text: k.Str} }
 	switch k.Op {

@@ -28,9 +28,19 @@ func TestSearchSessionState(t *testing.T) {
 		e.deliver("", plainMsg(fmt.Sprintf("u%d@example.com", i), fmt.Sprintf("msg %d", i),
 			fmt.Sprintf("body word%d common", i), "Mon, 4 Mar 2024 08:00:00 +0000"))
 	}
+	// Another session selects INBOX first: the five are recent there,
+	// not here (RFC 3501 §2.3.2).
+	o := e.raw()
+	o.login()
+	if res := o.cmd("s", "SELECT INBOX"); !slices.Contains(res, "* 5 RECENT") {
+		t.Fatalf("first SELECT: %q", res)
+	}
+	o.cmd("l", "LOGOUT")
 	r := e.raw()
 	r.login()
-	r.cmd("s", "SELECT INBOX")
+	if res := r.cmd("s", "SELECT INBOX"); !slices.Contains(res, "* 0 RECENT") {
+		t.Fatalf("second SELECT: %q", res)
+	}
 	r.cmd("d", `STORE 2 +FLAGS.SILENT (\Deleted)`)
 	r.cmd("x", "EXPUNGE") // view: UIDs 1 3 4 5 as sequence numbers 1-4
 	cases := []struct{ cmd, want string }{
@@ -69,7 +79,7 @@ func TestSearchSessionState(t *testing.T) {
 
 	// Another session expunges UID 3; until this session reports it, the
 	// message keeps its number but no longer matches (RFC 9051 §7.5.1).
-	o := e.raw()
+	o = e.raw()
 	o.login()
 	o.cmd("s", "SELECT INBOX")
 	o.cmd("d", `UID STORE 3 +FLAGS.SILENT (\Deleted)`)

@@ -52,7 +52,8 @@ func TestSearchKeys(t *testing.T) {
 		"2:*":                                "* SEARCH 2 3",
 		"UID 1,3":                            "* SEARCH 1 3",
 		"UNSEEN":                             "* SEARCH 1 2 3",
-		"NEW":                                "* SEARCH",
+		"NEW":                                "* SEARCH 1 2 3", // delivered while nobody had INBOX selected
+		"OLD":                                "* SEARCH",
 	}
 	i := 0
 	for q, want := range cases {

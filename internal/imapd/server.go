@@ -5,15 +5,18 @@
 // (sequence numbers, \Recent, pending expunges) and the commands, which
 // are answered from the store's index and blobs.
 //
-// Extensions: LITERAL+ (RFC 7888), ID (RFC 2971), ENABLE (RFC 5161), IDLE
-// (RFC 2177), NAMESPACE (RFC 2342), UNSELECT (RFC 3691), UIDPLUS (RFC
-// 4315), MOVE (RFC 6851), CHILDREN (RFC 3348), SPECIAL-USE and
-// CREATE-SPECIAL-USE (RFC 6154), LIST-EXTENDED (RFC 5258), LIST-STATUS
-// (RFC 5819), ESEARCH (RFC 4731), SEARCHRES (RFC 5182), STATUS=SIZE (RFC
-// 8438), BINARY (RFC 3516), UTF8=ACCEPT (RFC 6855), APPENDLIMIT (RFC
-// 7889), CONDSTORE and QRESYNC (RFC 7162), SORT and THREAD=ORDEREDSUBJECT,
-// THREAD=REFERENCES (RFC 5256), SORT=DISPLAY (RFC 5957), COMPRESS=DEFLATE
-// (RFC 4978) and QUOTA (RFC 9208, without resource limits for now).
+// Extensions: LITERAL+ (RFC 7888), MULTIAPPEND (RFC 3502), CATENATE (RFC
+// 4469), ID (RFC 2971), ENABLE (RFC 5161), IDLE (RFC 2177), NOTIFY (RFC
+// 5465), NAMESPACE (RFC 2342), UNSELECT (RFC 3691), UIDPLUS (RFC 4315),
+// MOVE (RFC 6851), CHILDREN (RFC 3348), SPECIAL-USE and CREATE-SPECIAL-USE
+// (RFC 6154), LIST-EXTENDED (RFC 5258), LIST-STATUS (RFC 5819), ESEARCH
+// (RFC 4731), SEARCHRES (RFC 5182), STATUS=SIZE (RFC 8438), BINARY (RFC
+// 3516), UTF8=ACCEPT (RFC 6855), APPENDLIMIT (RFC 7889), CONDSTORE and
+// QRESYNC (RFC 7162), SORT and THREAD=ORDEREDSUBJECT, THREAD=REFERENCES
+// (RFC 5256), SORT=DISPLAY (RFC 5957), ESORT, CONTEXT=SEARCH and
+// CONTEXT=SORT (RFC 5267), COMPRESS=DEFLATE (RFC 4978) and QUOTA (RFC
+// 9208, without resource limits for now). docs/conformance.md has what
+// Dovecot's imaptest says of them.
 package imapd
 
 import (
@@ -132,6 +135,7 @@ type Store interface {
 	store.Appender
 	store.Searcher
 	store.Quotas
+	store.Recent
 }
 
 // Server serves IMAP on any number of listeners.

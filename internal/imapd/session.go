@@ -53,9 +53,10 @@ type session struct {
 	expunged  bool           // expunges were reported and HIGHESTMODSEQ not yet sent
 	deflate   *deflateWriter // COMPRESS=DEFLATE is active (RFC 4978)
 	sel       *mailboxView
-	bad       int // consecutive BAD responses
-	preAuth   int // commands before authentication
-	failed    int // failed authentications
+	notify    *notifyState // NOTIFY SET is in force (RFC 5465, notify.go)
+	bad       int          // consecutive BAD responses
+	preAuth   int          // commands before authentication
+	failed    int          // failed authentications
 }
 
 func newSession(srv *Server, c net.Conn) *session {
@@ -146,6 +147,11 @@ func (s *session) cleanup() {
 // behind it, see serveAppends). A non-nil error ends the session.
 func (s *session) serveOne() error {
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.timeout()))
+	if s.notify != nil {
+		if err := s.waitForCommand(); err != nil {
+			return s.readFailed(err)
+		}
+	}
 	cmd, err := s.r.ReadCommand()
 	if err != nil {
 		return s.readFailed(err)
@@ -337,6 +343,9 @@ func (s *session) finish(cmd *command, res result) result {
 			s.log.Error("imap mailbox sync", "err", err)
 		}
 	}
+	if err := s.sendNotifications(); err != nil {
+		s.log.Error("imap notifications", "err", err)
+	}
 	if res.status != "OK" {
 		metrics.CommandFailures.With(metrics.ProtoIMAP, cmd.label()).Inc()
 	}
@@ -401,10 +410,12 @@ func init() {
 		"STATUS":       {cmdStatus, authed},
 		"APPEND":       {cmdAppend, authed},
 		"IDLE":         {cmdIdle, authed},
+		"NOTIFY":       {cmdNotify, authed},
 		"COMPRESS":     {cmdCompress, authed},
 		"GETQUOTAROOT": {cmdGetQuotaRoot, authed},
 		"GETQUOTA":     {cmdGetQuota, authed},
 		"CHECK":        {cmdNoop, selected},
+		"CANCELUPDATE": {cmdCancelUpdate, selected},
 		"CLOSE":        {cmdClose, selected},
 		"UNSELECT":     {cmdUnselect, selected},
 		"EXPUNGE":      {cmdExpunge, selected},

@@ -354,11 +354,11 @@ func cmdThread(s *session, cmd *command) (string, string, error) {
 	if err := checkCharset(sc.Charset); err != nil {
 		return "", "", err
 	}
-	hits, _, err := s.search(sc.Key)
+	res, err := s.search(sc.Key)
 	if err != nil {
 		return "", "", err
 	}
-	items, err := s.loadSortItems(hits)
+	items, err := s.loadSortItems(res.idx)
 	if err != nil {
 		return "", "", err
 	}

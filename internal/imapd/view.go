@@ -30,8 +30,8 @@ type mailboxView struct {
 	readOnly bool
 	uids     []uint32 // ascending; seq = index+1
 	flags    []msgFlags
-	recent   map[uint32]bool // arrived after this session's SELECT (rev1 \Recent)
-	modseq   uint64          // changes up to here are known
+	recent   store.UIDSet // ascending ranges of UIDs \Recent in this session (recent.go)
+	modseq   uint64       // changes up to here are known
 	// pending are UIDs expunged in the store but not yet reported
 	// (RFC 9051 §7.5.1 forbids EXPUNGE during FETCH/STORE/SEARCH).
 	pending map[uint32]bool
@@ -42,6 +42,9 @@ type mailboxView struct {
 	pendingFloor uint64
 	dirty        bool     // a change event arrived or this session changed the mailbox
 	saved        []uint32 // SEARCHRES "$" (RFC 5182), ascending UIDs
+	// announced are the keywords the last FLAGS response listed.
+	announced map[string]bool
+	contexts  []*updateContext // live searches (RFC 5267 §4, context.go)
 }
 
 // index returns the position of uid in the view.
@@ -134,7 +137,7 @@ func (v *mailboxView) uidsOf(idx []int) []uint32 {
 // and deduplicated rather than lost.
 func newView(mb store.Mailbox, msgs []store.MessageMeta, readOnly bool) *mailboxView {
 	v := &mailboxView{mb: mb, readOnly: readOnly, modseq: mb.HighestModSeq,
-		recent: map[uint32]bool{}, pending: map[uint32]bool{}}
+		pending: map[uint32]bool{}, announced: map[string]bool{}}
 	v.uids = make([]uint32, 0, len(msgs))
 	v.flags = make([]msgFlags, 0, len(msgs))
 	for _, m := range msgs {
@@ -175,6 +178,8 @@ func (s *session) syncMailbox(allowExpunge, force bool) error {
 	}
 	if allowExpunge && len(v.pending) > 0 {
 		s.reportExpunges()
+	} else {
+		s.updateContexts()
 	}
 	s.reportModSeq()
 	return nil
@@ -198,9 +203,20 @@ func (s *session) reportModSeq() {
 	}
 }
 
+// noteEvent marks the view dirty for an event of its mailbox and keeps
+// the others for NOTIFY.
+func (s *session) noteEvent(ev store.Event) {
+	if s.sel != nil && ev.MailboxID == s.sel.mb.ID {
+		s.sel.dirty = true
+	}
+	if s.notify != nil {
+		s.notify.noteEvent(ev)
+	}
+}
+
 // drainEvents marks the view dirty when an event for it is waiting.
 func (s *session) drainEvents() {
-	if s.events == nil || s.sel == nil {
+	if s.events == nil || s.sel == nil && s.notify == nil {
 		return
 	}
 	for i := 0; i < 1000; i++ {
@@ -210,9 +226,7 @@ func (s *session) drainEvents() {
 				s.events = nil
 				return
 			}
-			if ev.MailboxID == s.sel.mb.ID {
-				s.sel.dirty = true
-			}
+			s.noteEvent(ev)
 		default:
 			return
 		}
@@ -242,9 +256,11 @@ func (s *session) applyChanges(ch store.Changes) {
 		if m.UID > v.maxUID() {
 			v.uids = append(v.uids, m.UID)
 			v.flags = append(v.flags, msgFlags{m.Flags, m.Keywords, m.ModSeq})
-			v.recent[m.UID] = true
 			added++
 		}
+	}
+	if added > 0 {
+		s.markRecent(v.uids[len(v.uids)-added:])
 	}
 	for _, uid := range ch.Expunged {
 		if _, ok := v.index(uid); ok {
@@ -260,7 +276,10 @@ func (s *session) applyChanges(ch store.Changes) {
 	if added > 0 {
 		s.w.Raw("* ").Int(int64(len(v.uids))).Raw(" EXISTS").CRLF()
 		if !s.rev2 {
-			s.w.Raw("* ").Int(int64(len(v.recent))).Raw(" RECENT").CRLF()
+			s.w.Raw("* ").Int(int64(v.recentCount())).Raw(" RECENT").CRLF()
+		}
+		for _, f := range v.flags[len(v.flags)-added:] {
+			s.announceKeywords(f.keywords)
 		}
 	}
 	for _, uid := range flagChanged {
@@ -275,6 +294,7 @@ func (s *session) applyChanges(ch store.Changes) {
 // or one VANISHED response once QRESYNC is enabled (RFC 7162 §3.2.10).
 func (s *session) reportExpunges() {
 	v := s.sel
+	s.updateContexts() // REMOVEFROM in the numbers before the expunges
 	var idx []int
 	for uid := range v.pending {
 		if i, ok := v.index(uid); ok {
@@ -309,7 +329,6 @@ func (s *session) removeIndexes(idx []int) {
 	drop := make(map[int]bool, len(idx))
 	for _, i := range idx {
 		drop[i] = true
-		delete(v.recent, v.uids[i])
 	}
 	j := 0
 	for i := range v.uids {
@@ -337,12 +356,13 @@ func (s *session) expungeNow(uids []uint32) {
 // MODSEQ (RFC 7162 §3.1, as corrected by erratum 1807).
 func (s *session) writeFlagsFetch(i int, withUID bool) {
 	v := s.sel
+	s.announceKeywords(v.flags[i].keywords)
 	s.w.Raw("* ").Int(int64(i + 1)).Raw(" FETCH (")
 	if withUID || s.condstore {
 		s.w.Raw("UID ").Number(uint64(v.uids[i])).SP()
 	}
 	s.w.Raw("FLAGS ")
-	s.writeFlags(v.flags[i], v.recent[v.uids[i]])
+	s.writeFlags(v.flags[i], v.isRecent(v.uids[i]))
 	if s.condstore {
 		s.w.Raw(" MODSEQ (").Number(v.flags[i].modseq).Byte(')')
 	}

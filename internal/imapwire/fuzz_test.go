@@ -14,6 +14,9 @@ func FuzzReadCommand(f *testing.F) {
 		"a SEARCH CHARSET UTF-8 OR (FROM x) NOT SEEN\r\n",
 		"a SELECT INBOX (QRESYNC (1 2 1:5 (1:2 3:4)))\r\n", "a UID FETCH 1:* FLAGS (CHANGEDSINCE 5 VANISHED)\r\n",
 		"a NOOP ((((\r\n", "\r\n", "a\r\n", "a NOOP x{3+}\r\nabc\r\n",
+		"a NOTIFY SET STATUS (SELECTED (MessageNew (UID FLAGS) MessageExpunge)) (SUBTREE (a b) (MailboxName))\r\n",
+		"a SORT RETURN (PARTIAL 1:5 UPDATE) (REVERSE DATE) UTF-8 ALL\r\n",
+		"a APPEND x CATENATE (URL \"/INBOX;UIDVALIDITY=5/;UID=3/;SECTION=1.HEADER/;PARTIAL=0.9\" TEXT {2+}\r\nhi)\r\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -41,8 +44,17 @@ func FuzzReadCommand(f *testing.F) {
 				}
 			}
 			_, _ = ParseSearch(cmd.Args)
+			_, _ = ParseNotify(cmd.Args)
 			for _, a := range cmd.Args {
+				if s, ok := a.AString(); ok {
+					if u, err := ParseIMAPURL(s); err == nil && u.UID == 0 {
+						t.Fatalf("URL without UID accepted: %q", s)
+					}
+				}
 				if a.Kind == KindList {
+					if _, p, err := ParseReturnOptions(a); err == nil && p.First > p.Last {
+						t.Fatalf("PARTIAL range %d:%d", p.First, p.Last)
+					}
 					_, _ = ParseFetchModifiers(a)
 					_, _ = ParseStoreModifiers(a)
 					_, _ = ParseSelectParams(a)

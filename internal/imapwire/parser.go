@@ -195,24 +195,15 @@ func (p *parser) atom() (Arg, *Error) {
 	for p.pos < len(p.line) {
 		c := p.line[p.pos]
 		if c == '[' {
-			// Section specification: up to the matching "]" (RFC 9051 §9 section).
-			depth := 0
-			for p.pos < len(p.line) {
-				switch p.line[p.pos] {
-				case '[':
-					depth++
-				case ']':
-					depth--
-				}
-				p.pos++
-				if depth == 0 {
-					break
-				}
+			// A section specification runs to the matching "]", spaces
+			// and parentheses included (RFC 9051 §9 section). Without a
+			// matching "]", "[" is an ordinary ATOM-CHAR, as in the
+			// mailbox name foo[bar (RFC 9051 §9: only "]" is a
+			// resp-special).
+			if end := sectionEnd(p.line, p.pos); end > 0 {
+				p.pos = end
+				continue
 			}
-			if depth != 0 {
-				return Arg{}, p.errf("unterminated [")
-			}
-			continue
 		}
 		if !isAtomChar(c) {
 			break
@@ -220,6 +211,24 @@ func (p *parser) atom() (Arg, *Error) {
 		p.pos++
 	}
 	return Arg{Kind: KindAtom, Str: string(p.line[start:p.pos])}, nil
+}
+
+// sectionEnd returns the index after the "]" that matches the "[" at
+// line[i], or 0 when there is none.
+func sectionEnd(line []byte, i int) int {
+	depth := 0
+	for ; i < len(line); i++ {
+		switch line[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return 0
 }
 
 // parseLiteralSpec parses "{n}", "{n+}" or "~{n}" that must end the line.

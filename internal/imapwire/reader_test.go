@@ -119,7 +119,7 @@ func TestNonSyncLiteralOverLimit(t *testing.T) {
 func TestSyntaxErrorsKeepStream(t *testing.T) {
 	in := strings.Join([]string{
 		"", "*", "a", "a (", "a NOOP (", "a NOOP \"abc", "a NOOP \"a\\x\"", "a NOOP {x}",
-		"a NOOP BODY[", "a\x00 NOOP", "a NOOP ((((((((((((((((((((((((((((((((((((((((((((x",
+		"a NOOP BODY[1 (x", "a\x00 NOOP", "a NOOP ((((((((((((((((((((((((((((((((((((((((((((x",
 		"a NOOP x{3+}\r\nabc", "z NOOP",
 	}, "\r\n") + "\r\n"
 	r, _ := newTestReader(in, Limits{})
@@ -155,5 +155,22 @@ func TestCommandLiteralTotal(t *testing.T) {
 	}
 	if len(c.sizes) != 1 {
 		t.Fatalf("continuations %v", c.sizes)
+	}
+}
+
+// TestBracketInAtom: "[" without a matching "]" is an ATOM-CHAR (RFC 9051
+// §9), so a mailbox may be named foo[bar; a section runs to its "]",
+// spaces included (imaptest's atoms test sent SELECT with such a name and
+// got BAD "unterminated [").
+func TestBracketInAtom(t *testing.T) {
+	r, _ := newTestReader("a SELECT foo[bar\r\nb LIST \"\" !#$&'+,-.0123456789:;<=>?@^_`|[}%*\r\nc FETCH 1 BODY[HEADER.FIELDS (A B)]<0.5>\r\n", Limits{})
+	for _, want := range []string{"foo[bar", "!#$&'+,-.0123456789:;<=>?@^_`|[}%*", "BODY[HEADER.FIELDS (A B)]<0.5>"} {
+		cmd, err := r.ReadCommand()
+		if err != nil {
+			t.Fatalf("%q: %v", want, err)
+		}
+		if got := cmd.Args[len(cmd.Args)-1]; got.Kind != KindAtom || got.Str != want {
+			t.Fatalf("last argument = %+v, want the atom %q", got, want)
+		}
 	}
 }

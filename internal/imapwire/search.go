@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,36 +24,71 @@ type SearchKey struct {
 
 // SearchCommand is the parsed argument list of SEARCH / UID SEARCH.
 type SearchCommand struct {
-	Return    []string // RETURN options (RFC 4731 / RFC 9051 §6.4.4), upper case; nil when absent
+	// Return holds the RETURN options (RFC 4731, RFC 5182, RFC 5267 §4),
+	// upper case, PARTIAL's range apart in Partial; nil when absent.
+	Return    []string
 	HasReturn bool
+	Partial   PartialRange // with "PARTIAL" in Return
 	Charset   string
 	Key       SearchKey
 }
 
+// PartialRange is the range of RETURN (PARTIAL first:last), RFC 5267
+// §4.4: positions in the result, 1-based, First <= Last.
+type PartialRange struct{ First, Last uint32 }
+
 const maxSearchDepth = 50
+
+// ParseReturnOptions parses the list after RETURN of SEARCH (RFC 4731
+// §3.1, RFC 5182 SAVE) and of SORT (RFC 5267 §3): MIN, MAX, ALL, COUNT,
+// SAVE, UPDATE, CONTEXT and PARTIAL first:last (§4.4, no "*").
+func ParseReturnOptions(a Arg) (opts []string, partial PartialRange, err error) {
+	if a.Kind != KindList {
+		return nil, partial, errors.New("RETURN needs a list")
+	}
+	opts = []string{}
+	l := a.List
+	for i := 0; i < len(l); i++ {
+		o := l[i]
+		if o.Kind != KindAtom {
+			return nil, partial, errors.New("invalid RETURN option")
+		}
+		opt := upper(o.Str)
+		switch opt {
+		case "MIN", "MAX", "ALL", "COUNT", "SAVE", "UPDATE", "CONTEXT":
+		case "PARTIAL":
+			if i+1 >= len(l) || l[i+1].Kind != KindAtom {
+				return nil, partial, errors.New("PARTIAL needs a range")
+			}
+			a, b, ok := strings.Cut(l[i+1].Str, ":")
+			x, err1 := parseSeqNumber(a)
+			y, err2 := parseSeqNumber(b)
+			if !ok || err1 != nil || err2 != nil || x == 0 || y == 0 {
+				return nil, partial, errors.New("invalid PARTIAL range")
+			}
+			partial = PartialRange{min(x, y), max(x, y)}
+			i++
+		default:
+			return nil, partial, fmt.Errorf("unsupported RETURN option %q", o.Str)
+		}
+		opts = append(opts, opt)
+	}
+	return opts, partial, nil
+}
 
 // ParseSearch parses "[RETURN (...)] [CHARSET c] key..." (RFC 9051 §6.4.4).
 func ParseSearch(args []Arg) (SearchCommand, error) {
 	var sc SearchCommand
 	i := 0
 	if i < len(args) && args[i].Kind == KindAtom && upper(args[i].Str) == "RETURN" {
-		if i+1 >= len(args) || args[i+1].Kind != KindList {
+		if i+1 >= len(args) {
 			return sc, errors.New("RETURN needs a list")
 		}
-		sc.HasReturn = true
-		sc.Return = []string{}
-		for _, o := range args[i+1].List {
-			if o.Kind != KindAtom {
-				return sc, errors.New("invalid RETURN option")
-			}
-			opt := upper(o.Str)
-			switch opt {
-			case "MIN", "MAX", "ALL", "COUNT", "SAVE":
-			default:
-				return sc, fmt.Errorf("unsupported RETURN option %q", o.Str)
-			}
-			sc.Return = append(sc.Return, opt)
+		var err error
+		if sc.Return, sc.Partial, err = ParseReturnOptions(args[i+1]); err != nil {
+			return sc, err
 		}
+		sc.HasReturn = true
 		i += 2
 	}
 	if i < len(args) && args[i].Kind == KindAtom && upper(args[i].Str) == "CHARSET" {

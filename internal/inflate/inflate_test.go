@@ -16,6 +16,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"pimail/internal/testcorpus"
 )
 
 // segment is plaintext and the compressed bytes that a compressor emitted
@@ -271,9 +273,15 @@ func testData(t testing.TB) map[string][]byte {
 		"empty":   nil,
 		"onebyte": {'x'},
 	}
-	if mbox, err := os.ReadFile("/work/shared/corpus/mailbox/mailbox-1k.mbox"); err == nil {
-		data["mbox"] = mbox[:min(len(mbox), 600_000)]
+	dir, err := testcorpus.Dir()
+	if err != nil {
+		panic(err)
 	}
+	mbox, err := os.ReadFile(filepath.Join(dir, "mailbox", "mailbox-1k.mbox"))
+	if err != nil {
+		panic(err)
+	}
+	data["mbox"] = mbox[:min(len(mbox), 600_000)]
 	return data
 }
 
@@ -561,9 +569,13 @@ func FuzzInflate(f *testing.F) {
 }
 
 func benchCorpus(b *testing.B) ([]byte, []byte) {
-	data, err := os.ReadFile("/work/shared/corpus/mailbox/mailbox-1k.mbox")
+	dir, err := testcorpus.LargeDir()
 	if err != nil {
-		b.Skip("corpus not available")
+		b.Skip(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "mailbox", "mailbox-1k.mbox"))
+	if err != nil {
+		b.Fatal(err)
 	}
 	var buf bytes.Buffer
 	fw, _ := flate.NewWriter(&buf, flate.DefaultCompression)

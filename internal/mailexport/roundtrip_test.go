@@ -15,6 +15,7 @@ import (
 	"pimail/internal/mailimport"
 	"pimail/internal/store"
 	"pimail/internal/store/sqlite"
+	"pimail/internal/testcorpus"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -253,17 +254,20 @@ func TestMaildirRoundTrip(t *testing.T) {
 	}
 }
 
-// TestMboxCorpusRoundTrip: the real 1k mailbox, imported, exported and
+// TestMboxCorpusRoundTrip: the test corpus' 1k mailbox, imported, exported and
 // imported again, is identical, and the exported file equals the original
 // except for the added Status lines.
 func TestMboxCorpusRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("corpus test skipped in -short mode")
 	}
-	const path = "../../../shared/corpus/mailbox/mailbox-1k.mbox"
-	orig, err := os.ReadFile(path)
+	corpus, err := testcorpus.Dir()
 	if err != nil {
-		t.Skipf("corpus not available: %v", err)
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(filepath.Join(corpus, "mailbox", "mailbox-1k.mbox"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx := context.Background()
 	src, acct := newStore(t)

@@ -2,11 +2,11 @@ package mailimport
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"pimail/internal/metrics"
+	"pimail/internal/testcorpus"
 )
 
 // Benchmarks on the real corpus; run with
@@ -15,13 +15,12 @@ import (
 //
 // They report msgs/s and the process's peak RSS.
 
-const corpusDir = "../../../shared/corpus/mailbox/"
-
 func benchMbox(b *testing.B, file string) {
-	path := corpusDir + file
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("corpus not available: %v", err)
+	dir, err := testcorpus.LargeDir()
+	if err != nil {
+		b.Skip(err)
 	}
+	path := filepath.Join(dir, "mailbox", file)
 	n := 0
 	for range b.N {
 		b.StopTimer()
@@ -43,10 +42,11 @@ func BenchmarkImportMbox9k(b *testing.B) { benchMbox(b, "mailbox-9k.mbox") }
 // BenchmarkImportIMAP1k copies the 1k mailbox from a pimail IMAP server on
 // loopback into a second store.
 func BenchmarkImportIMAP1k(b *testing.B) {
-	path := corpusDir + "mailbox-1k.mbox"
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("corpus not available: %v", err)
+	dir, err := testcorpus.LargeDir()
+	if err != nil {
+		b.Skip(err)
 	}
+	path := filepath.Join(dir, "mailbox", "mailbox-1k.mbox")
 	n := 0
 	for range b.N {
 		b.StopTimer()

@@ -123,6 +123,10 @@ func (im *Importer) Mailbox(ctx context.Context, name, specialUse string) (store
 	mb, err = im.st.CreateMailbox(ctx, im.acct.ID, name, specialUse)
 	if errors.Is(err, store.ErrExists) {
 		mb, err = im.st.Mailbox(ctx, im.acct.ID, name)
+	} else if err == nil {
+		// Imported folders are subscribed, so that IMAP clients that
+		// list subscribed folders show them (store/subscriptions.go).
+		err = im.st.SetSubscribed(ctx, im.acct.ID, name, true)
 	}
 	if err != nil {
 		return store.Mailbox{}, fmt.Errorf("create mailbox %q: %w", name, err)

@@ -5,20 +5,21 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"pimail/internal/testcorpus"
 )
 
-const corpusDir = "../../../shared/corpus"
-
-// corpusFiles lists the corpus files matching pattern, skipping the test
-// when the shared corpus is not present.
+// corpusFiles lists the files of the test corpus (testdata/corpus)
+// matching pattern; none is an error.
 func corpusFiles(t testing.TB, pattern string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(corpusDir, pattern))
+	dir, err := testcorpus.Dir()
 	if err != nil {
-		t.Fatalf("glob %s: %v", pattern, err)
+		t.Fatal(err)
 	}
-	if len(files) == 0 {
-		t.Skipf("corpus %s not found", pattern)
+	files, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("test corpus %s: %d files, %v", pattern, len(files), err)
 	}
 	return files
 }

@@ -15,14 +15,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("Content-Type: multipart/digest; boundary=d\n\n--d\n\nSubject: x\n\ny\n--d--\n"))
 	f.Add([]byte("Content-Type: text/plain; name*0*=utf-8''%E2%82; name*1*=%AC\nContent-Transfer-Encoding: quoted-printable\n\n=E2=82=AC=\n"))
 	f.Add([]byte("To: group: a@b, \"q\" <c@d>;\nSubject: =?utf-8?q?=C3=A4?=\n"))
-	if files, err := os.ReadDir(corpusDir + "/edge"); err == nil {
-		for i, e := range files {
-			if i%8 != 0 {
-				continue
-			}
-			if b, err := os.ReadFile(corpusDir + "/edge/" + e.Name()); err == nil && len(b) < 16<<10 {
-				f.Add(b)
-			}
+	for i, name := range corpusFiles(f, "edge/*.eml") {
+		if i%8 != 0 {
+			continue
+		}
+		if b, err := os.ReadFile(name); err == nil && len(b) < 16<<10 {
+			f.Add(b)
 		}
 	}
 	recoverPanics = false

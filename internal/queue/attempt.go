@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"pimail/internal/deliverylog"
@@ -15,6 +16,13 @@ import (
 
 // process makes one delivery attempt for every pending recipient of e and
 // records the outcome.
+//
+// The slot of each domain (queue.per_domain) is held until the outcome is
+// saved, not only while the message is sent: a message the remote has
+// accepted but the store has not yet recorded is in flight, and a crash
+// sends it again after the restart. Holding the slot bounds those to
+// per_domain per domain (docs/reliability.md); released earlier, every
+// worker waiting on a slow commit could hold one.
 func (q *Queue) process(ctx context.Context, e store.QueueEntry) {
 	log := q.log.With("queue_id", e.ID)
 	raw, err := q.st.ReadBlob(ctx, e.BlobID)
@@ -43,9 +51,21 @@ func (q *Queue) process(ctx context.Context, e store.QueueEntry) {
 		}
 		byDomain[d] = append(byDomain[d], i)
 	}
+	// Slots are taken in one order (by name), so that two attempts that
+	// hold one and wait for another can never wait for each other.
+	slices.Sort(order)
 	results := map[int]rcptResult{}
 	for _, d := range order {
-		for i, r := range q.deliverDomain(ctx, log, e, raw, d, byDomain[d]) {
+		res := []rcptResult{}
+		if err := q.domains.acquire(ctx, d); err != nil {
+			for range byDomain[d] {
+				res = append(res, rcptResult{reply: "interrupted", status: "4.3.0"})
+			}
+		} else {
+			defer q.domains.release(d) // after the save below
+			res = q.deliverDomain(ctx, log, e, raw, d, byDomain[d])
+		}
+		for i, r := range res {
 			results[byDomain[d][i]] = r
 		}
 	}
@@ -136,6 +156,7 @@ func (q *Queue) save(log *slog.Logger, e store.QueueEntry) {
 
 // deliverDomain delivers e to the recipients at indices idx, all in one
 // domain, trying the domain's servers in order until one answers for them.
+// The caller holds the domain's slot.
 func (q *Queue) deliverDomain(ctx context.Context, log *slog.Logger, e store.QueueEntry, raw []byte, domain string, idx []int) []rcptResult {
 	all := func(r rcptResult) []rcptResult {
 		out := make([]rcptResult, len(idx))
@@ -144,10 +165,6 @@ func (q *Queue) deliverDomain(ctx context.Context, log *slog.Logger, e store.Que
 		}
 		return out
 	}
-	if err := q.domains.acquire(ctx, domain); err != nil {
-		return all(rcptResult{reply: "interrupted", status: "4.3.0"})
-	}
-	defer q.domains.release(domain)
 
 	var re *routeError
 	r, err := q.route(ctx, domain)

@@ -297,3 +297,46 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// holdSaves is a store whose queue saves wait for gate.
+type holdSaves struct {
+	store.Store
+	gate chan struct{}
+}
+
+func (h *holdSaves) UpdateQueueEntry(ctx context.Context, e store.QueueEntry) error {
+	<-h.gate
+	return h.Store.UpdateQueueEntry(ctx, e)
+}
+
+// A domain's slot goes to the next message only after the previous
+// outcome is saved: a message the remote accepted but the store has not
+// recorded is sent again after a crash, and holding the slot bounds those
+// to queue.per_domain (docs/reliability.md). With per_domain 1 and the
+// first save held up, the second message waits.
+func TestDomainSlotHeldUntilSaved(t *testing.T) {
+	mx := startMX(t, false)
+	cfg := testConfig()
+	cfg.PerDomain = 1
+	cfg.Transports["remote.example"] = Transport{Host: mx.addr}
+	e := newEnv(t, cfg)
+	e.q.Close()
+	gate := make(chan struct{})
+	q, err := New(cfg, Deps{Store: &holdSaves{e.st, gate}, Dir: e.dir, Local: e.pipe, Resolver: e.dns, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Start()
+	defer q.Close()
+	defer close(gate)
+	for _, rcpt := range []string{"one@remote.example", "two@remote.example"} {
+		if _, err := q.Enqueue(context.Background(), e.ids["alice@example.org"], "alice@example.org", []string{rcpt}, []byte(outMsg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the first delivery", func() bool { return len(mx.messages()) >= 1 })
+	time.Sleep(500 * time.Millisecond)
+	if n := len(mx.messages()); n != 1 {
+		t.Fatalf("%d messages went out while the first one's outcome was not saved", n)
+	}
+}

@@ -347,6 +347,7 @@ func newFilters(cfg config.Config, st store.SpamModels, logger *slog.Logger) (de
 			JunkThreshold:   cfg.Spam.JunkThreshold,
 			RejectThreshold: cfg.Spam.RejectThreshold,
 			NoReject:        cfg.Spam.NoReject,
+			NoShippedModel:  cfg.Spam.NoShippedModel,
 			Logger:          logger.With("component", "spam"),
 		})
 		if err != nil {

@@ -101,7 +101,8 @@ func TestDNSBLRejectsAtRCPT(t *testing.T) {
 	bad.expect("DATA", 502)
 	bad.expect("QUIT", 221)
 
-	// Score 0.5 < 1: accepted, and the score is recorded.
+	// Score 0.5 < 1: accepted, and the score is recorded (and passed to
+	// delivery for the spam filter: Envelope.DNSBL, dnsblHits).
 	soft := dialFrom(t, e.addr, "127.0.0.7")
 	soft.expect("EHLO soft.test", 250)
 	if code, msg := soft.transaction("sender@remote.test", []string{"alice@example.com"}, simpleMessage); code != 250 {
@@ -117,7 +118,7 @@ func TestDNSBLRejectsAtRCPT(t *testing.T) {
 		t.Fatalf("%d messages stored, want 2", n)
 	}
 	out := logs.String()
-	if !strings.Contains(out, "ip=127.0.0.7") || !strings.Contains(out, "dnsbl_score=0.5 dnsbl_lists=[soft.test]") {
+	if !strings.Contains(out, "ip=127.0.0.7") || !strings.Contains(out, "score=0.5 lists=[soft.test]") {
 		t.Fatalf("score not recorded for the accepted message:\n%s", out)
 	}
 	if s := e.srv.Stats(); s.RejectedDNSBL != 1 {

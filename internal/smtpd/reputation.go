@@ -6,7 +6,18 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"pimail/internal/dnsbl"
+	"pimail/internal/spam"
 )
+
+// dnsblHits are the listings of a verdict as the spam filter counts them
+// (delivery.Envelope.DNSBL).
+func dnsblHits(v dnsbl.Verdict) []spam.DNSBLHit {
+	var hits []spam.DNSBLHit
+	for _, h := range v.Hits {
+		hits = append(hits, spam.DNSBLHit{List: h.Zone, Weight: h.Weight})
+	}
+	return hits
+}
 
 // reputation returns the client's blocklist verdict, waiting (bounded)
 // for the lookup started at connect. It is asked once per session; the

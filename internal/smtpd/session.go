@@ -209,6 +209,7 @@ func (s *session) Data(r io.Reader) error {
 		RemoteIP:   s.remoteIP,
 		Helo:       s.conn.Hostname(),
 		TLS:        isTLS,
+		DNSBL:      dnsblHits(s.reputation()),
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, cfg.DeliverTimeout)
 	defer cancel()
@@ -223,12 +224,6 @@ func (s *session) Data(r io.Reader) error {
 			return s.fail(reply)
 		}
 		return reply
-	}
-	// The blocklist score is for the spam filter; delivery.Envelope has
-	// no field for it yet, so a listed client's score is logged with the
-	// message ID.
-	if v := s.reputation(); v.Score > 0 {
-		s.log.Info("message accepted from a listed client", "id", id, "dnsbl_score", v.Score, "dnsbl_lists", v.Listed)
 	}
 	putDataBuffer(buf) // Deliver returned: the message is stored, nothing holds buf
 	metrics.MessagesAccepted.With(metrics.ProtoSMTP).Inc()

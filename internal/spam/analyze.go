@@ -44,6 +44,16 @@ type analysis struct {
 	b64Text        bool // a text part in base64
 	charsets       []string
 	mimeVersion    bool
+	// origin is the originating relay's trace (origin.go).
+	origin origin
+	// Counted by the tokenizer while it reads the body text (see
+	// tokenSet): invisible format characters, words that mix Latin
+	// letters with Cyrillic or Greek look-alikes, and letters per script.
+	invisible, mixedWords int
+	scripts               scriptCounts
+	// undeclared8bit: a text part has 8-bit bytes but declares no
+	// charset or us-ascii (RFC 2045 §5.2, RFC 2046 §4.1.2).
+	undeclared8bit bool
 }
 
 type attachment struct {
@@ -68,6 +78,7 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 		}
 	}
 	_, a.mimeVersion = a.fields["mime-version"]
+	a.origin = findOrigin(a.fields["received"])
 
 	seenURL := map[string]bool{}
 	addURL := func(u string) {
@@ -101,6 +112,8 @@ func analyze(raw []byte, p *message.Parsed) *analysis {
 		}
 		if strings.EqualFold(part.Encoding, "base64") {
 			a.b64Text = true
+		} else if cs := part.Param("charset"); (cs == "" || strings.EqualFold(cs, "us-ascii")) && has8bit(raw[min(part.BodyStart, part.End):part.End]) {
+			a.undeclared8bit = true
 		}
 		// Decode no more of the part than can give maxTextPerPart of text
 		// (base64 is 4/3 of its bytes; quoted-printable can be 3×).

@@ -2,25 +2,13 @@ package spam
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"testing"
 )
 
-func TestChi2Q(t *testing.T) {
-	// Q(x; 2) = exp(-x/2); Q(10; 10) from tables: 0.44049.
-	for _, tc := range []struct {
-		x    float64
-		v    int
-		want float64
-	}{{2, 2, math.Exp(-1)}, {10, 10, 0.44049}, {0, 4, 1}, {3000, 300, 0}} {
-		if got := chi2Q(tc.x, tc.v); math.Abs(got-tc.want) > 1e-4 {
-			t.Errorf("chi2Q(%v, %d) = %v, want %v", tc.x, tc.v, got, tc.want)
-		}
-	}
-}
-
-func TestFisherCombination(t *testing.T) {
+func TestCombine(t *testing.T) {
 	mk := func(ps ...float64) []clue {
 		var c []clue
 		for i, p := range ps {
@@ -28,17 +16,34 @@ func TestFisherCombination(t *testing.T) {
 		}
 		return c
 	}
-	if p := fisher(mk(0.99, 0.98, 0.95, 0.99, 0.9)); p < 0.99 {
-		t.Errorf("spammy clues: %v", p)
+	spammy := combine(mk(0.99, 0.98, 0.95, 0.99, 0.9))
+	if spammy < 0.9 {
+		t.Errorf("spammy clues: %v", spammy)
 	}
-	if p := fisher(mk(0.01, 0.02, 0.05, 0.01, 0.1)); p > 0.01 {
+	if p := combine(mk(0.01, 0.02, 0.05, 0.01, 0.1)); p > 0.1 {
 		t.Errorf("hammy clues: %v", p)
 	}
-	if p := fisher(mk(0.99, 0.01, 0.99, 0.01)); math.Abs(p-0.5) > 0.05 {
+	if p := combine(mk(0.99, 0.01, 0.99, 0.01)); math.Abs(p-0.5) > 0.05 {
 		t.Errorf("mixed clues: %v, want about 0.5", p)
 	}
-	if p := fisher(nil); p != 0.5 {
+	if p := combine(nil); p != 0.5 {
 		t.Errorf("no clues: %v", p)
+	}
+	// It does not saturate: fifty clues that each lean spam at 0.8 give
+	// what five such clues give, well short of a certainty. (Fisher's
+	// inverse chi-square gave 0.99999 for the fifty.)
+	var many []float64
+	for range 50 {
+		many = append(many, 0.8)
+	}
+	five, fifty := combine(mk(0.8, 0.8, 0.8, 0.8, 0.8)), combine(mk(many...))
+	if math.Abs(five-fifty) > 1e-9 || fifty > 0.9 || fifty < 0.6 {
+		t.Errorf("five clues of 0.8: %v, fifty: %v; want the same, between 0.6 and 0.9", five, fifty)
+	}
+	// One strong ham clue among spam clues pulls the indicator down, but
+	// does not decide it.
+	if p := combine(mk(0.99, 0.99, 0.99, 0.99, 0.01)); p < 0.6 || p > spammy {
+		t.Errorf("four spam clues and one ham clue: %v", p)
 	}
 }
 
@@ -129,5 +134,51 @@ func TestModelRoundTripAndDamage(t *testing.T) {
 		if err := CheckModel(d); !errors.Is(err, ErrBadModel) {
 			t.Errorf("damaged model accepted: %v", err)
 		}
+	}
+}
+
+// An account's own decisions count more while they are few beside the
+// base model's messages, so that a user's few Junk moves already change
+// that user's verdicts.
+func TestAccountWeights(t *testing.T) {
+	mk := func(ns, nh uint32) *Model { m := NewModel(0); m.nspam, m.nham = ns, nh; return m }
+	for _, tc := range []struct {
+		base, acct *Model
+		want       float64
+	}{
+		{mk(100, 100), mk(4, 4), 5},      // sqrt(200/8)
+		{mk(100, 100), mk(0, 0), 1},      // nothing of its own
+		{mk(100, 100), mk(300, 100), 1},  // more than the base: never below 1
+		{mk(50000, 50000), mk(1, 1), 10}, // bounded
+	} {
+		if w := accountWeights([]*Model{tc.base, tc.acct}); w[0] != 1 || math.Abs(w[1]-tc.want) > 1e-9 {
+			t.Errorf("base %d, account %d messages: weights %v, want [1 %v]", tc.base.nspam+tc.base.nham, tc.acct.nspam+tc.acct.nham, w, tc.want)
+		}
+	}
+	if w := accountWeights([]*Model{mk(10, 10)}); w != [2]float64{1, 1} {
+		t.Errorf("base alone: %v", w)
+	}
+
+	f, err := New(Config{Logger: quiet(), NoShippedModel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	garden := "gardening tips for the spring season roses tulips compost"
+	for i := range 100 {
+		f.TrainHam(BaseAccount, synth(i, "gardening", garden))
+		f.TrainSpam(BaseAccount, synth(1000+i, "offer", spamBody))
+	}
+	// Account 1 calls the gardening newsletter spam, five times.
+	for i := range 5 {
+		f.TrainSpam(1, synth(2000+i, "gardening", garden))
+		f.TrainHam(1, synth(3000+i, "meeting", hamBody))
+	}
+	ctx := context.Background()
+	r, _ := f.Check(ctx, Input{Raw: synth(4000, "gardening", garden), Accounts: []int64{1, 2}})
+	// The base model's 100 hams still speak for it, but the account's
+	// five decisions, counted sqrt(200/10) = 4.5 times, move it well
+	// away from the others' verdict (counted once: about 0.02).
+	if own, other := r.Accounts[1].Bayes, r.Accounts[2].Bayes; own < 0.1 || other > 0.01 {
+		t.Errorf("gardening newsletter: the account that junked it %.3f, another %.3f", own, other)
 	}
 }

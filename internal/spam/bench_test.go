@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"pimail/internal/message"
+	"pimail/internal/testcorpus"
 )
 
 // The benchmarks measure what delivery pays per message: Check on an
@@ -23,7 +24,8 @@ import (
 //
 // "synthetic" messages are generated here (multipart/alternative, text
 // and HTML with links, a realistic header); "corpus" ones are the real
-// messages of ../shared/corpus nearest each size, when the corpus exists.
+// messages of the large corpus (testcorpus.LargeDir) nearest each size,
+// when it exists.
 
 var benchWords = strings.Fields(`the of and to in is for that you with on this are be as your from at have
 or by not will can all new more an was we if our has but one any about free get out now only also which
@@ -84,7 +86,7 @@ func benchCases(b *testing.B) []benchCase {
 		}
 		cases = append(cases, benchCase{fmt.Sprintf("synthetic-%dKB", size>>10), msgs})
 	}
-	corpus := filepath.Join("..", "..", "..", "shared", "corpus")
+	corpus, _ := testcorpus.LargeDir()
 	test := readSplit(b, corpus, "test.txt", 0)
 	if len(test) == 0 {
 		return cases
@@ -137,7 +139,8 @@ func benchFilter(b *testing.B) *Filter {
 	if err != nil {
 		b.Fatal(err)
 	}
-	train := readSplit(b, filepath.Join("..", "..", "..", "shared", "corpus"), "train.txt", 2000)
+	corpus, _ := testcorpus.LargeDir()
+	train := readSplit(b, corpus, "train.txt", 2000)
 	if len(train) == 0 {
 		for i := range 200 {
 			train = append(train, labelled{benchMessage(4<<10, uint64(1000+i)), i%2 == 0})

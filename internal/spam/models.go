@@ -26,6 +26,9 @@ type modelSet struct {
 type loaded struct {
 	m       *Model
 	version int64 // of the stored model when read or last saved; 0: none stored
+	// shipped: the base model is the one pimail ships with (shipped.go),
+	// because none was trained here.
+	shipped bool
 }
 
 // storeTimeout bounds one read or write of a model.
@@ -67,23 +70,57 @@ func (s *modelSet) get(id int64) (*Model, error) {
 
 // load reads a model from the store; a model never stored is empty.
 func (s *modelSet) load(id int64) (*loaded, error) {
-	if s.cfg.Store == nil {
-		return &loaded{m: NewModel(s.limit(id))}, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	data, version, err := s.cfg.Store.SpamModel(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("load spam model: %w", err)
-	}
 	m := NewModel(s.limit(id))
-	if data != nil {
-		if m, err = readModel(data, s.limit(id)); err != nil {
-			return nil, fmt.Errorf("load spam model of account %d: %w", id, err)
+	var version int64
+	if s.cfg.Store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		data, v, err := s.cfg.Store.SpamModel(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("load spam model: %w", err)
+		}
+		version = v
+		if data != nil {
+			if m, err = readModel(data, s.limit(id)); err != nil {
+				return nil, fmt.Errorf("load spam model of account %d: %w", id, err)
+			}
 		}
 	}
-	m.track()
+	if id == BaseAccount && !s.cfg.NoShippedModel {
+		if ns, nh := m.Counts(); ns == 0 && nh == 0 {
+			shipped, err := shippedModel(s.limit(id))
+			if err != nil {
+				return nil, err
+			}
+			return &loaded{m: shipped, version: version, shipped: true}, nil
+		}
+	}
+	if s.cfg.Store != nil {
+		m.track()
+	}
 	return &loaded{m: m, version: version}, nil
+}
+
+// trainable returns the model to train for id. A base model trained here
+// starts empty rather than from the shipped one: the admin's own mail
+// then speaks alone, and the shipped model stays what it is (it is never
+// saved).
+func (s *modelSet) trainable(id int64) (*Model, error) {
+	if _, err := s.get(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.all[id]
+	if l.shipped {
+		m := NewModel(s.limit(id))
+		if s.cfg.Store != nil {
+			m.track()
+		}
+		l = &loaded{m: m, version: l.version}
+		s.all[id] = l
+	}
+	return l.m, nil
 }
 
 func (s *modelSet) base() *Model {
@@ -238,7 +275,7 @@ func (f *Filter) Untrain(accountID int64, raw []byte, spam bool) error {
 }
 
 func (f *Filter) train(accountID int64, raw []byte, spam bool, delta int) error {
-	m, err := f.models.get(accountID)
+	m, err := f.models.trainable(accountID)
 	if err != nil {
 		return fmt.Errorf("spam train: %w", err)
 	}

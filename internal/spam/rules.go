@@ -1,6 +1,7 @@
 package spam
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -44,26 +45,33 @@ var rules = []rule{
 	{"MISSING_FROM", 2.0, "no From field or no address in it", ruleMissingFrom, false},
 	{"MISSING_MESSAGE_ID", 1.0, "no Message-ID field (RFC 5322 §3.6.4)", ruleMissingMsgID, false},
 	{"MESSAGE_ID_MALFORMED", 1.5, "Message-ID is not <left@right> (RFC 5322 §3.6.4)", ruleMsgIDMalformed, false},
-	{"MISSING_TO", 0.2, "no To or Cc field", ruleMissingTo, false},
+	{"MISSING_TO", 0, "no To or Cc field", ruleMissingTo, false},
 	{"MISSING_SUBJECT", 0.4, "no or empty Subject", ruleMissingSubject, false},
-	{"SUBJECT_ALL_CAPS", 1.5, "Subject written in capitals", ruleSubjectCaps, false},
+	{"SUBJECT_ALL_CAPS", 1.0, "Subject written in capitals", ruleSubjectCaps, false},
 	{"SUBJECT_MONEY_SHOUT", 0.7, "Subject with $$, !!! or percent-off", ruleSubjectShout, false},
-	{"FAKE_REPLY", 0.3, "Subject says Re: but there is no In-Reply-To or References", ruleFakeReply, false},
+	{"FAKE_REPLY", 0.1, "Subject says Re: but there is no In-Reply-To or References", ruleFakeReply, false},
 	{"FROM_NAME_OTHER_ADDRESS", 1.5, "From display name holds an address of another domain", ruleFromNameAddr, false},
-	{"FROM_LOCAL_MANY_DIGITS", 0.4, "From local part with many digits", ruleFromDigits, false},
-	{"REPLYTO_OTHER_DOMAIN", 0.1, "Reply-To in another domain than From", ruleReplyToDiffers, false},
+	{"FROM_LOCAL_MANY_DIGITS", 1.0, "From local part with many digits", ruleFromDigits, false},
+	{"REPLYTO_OTHER_DOMAIN", 0, "Reply-To in another domain than From", ruleReplyToDiffers, false},
 	{"ENVFROM_OTHER_DOMAIN", 0.2, "envelope sender in another domain than From", ruleEnvFromDiffers, true},
 	{"HEADER_8BIT", 1.0, "raw 8-bit bytes in Subject or From (RFC 2047 wanted)", ruleHeader8bit, false},
 	{"MIME_NO_VERSION", 0.8, "MIME structure without MIME-Version (RFC 2045 §4)", ruleMIMENoVersion, false},
 	{"HTML_ONLY", 0.7, "HTML body without a text alternative", ruleHTMLOnly, false},
-	{"HTML_IMAGE_HEAVY", 1.5, "HTML with images and almost no text", ruleImageHeavy, false},
+	{"HTML_IMAGE_HEAVY", 0.5, "HTML with images and almost no text", ruleImageHeavy, false},
 	{"HTML_HIDDEN_TEXT", 1.2, "text styled invisible", ruleHiddenText, false},
 	{"HTML_FORM", 0.3, "HTML form in a message", ruleForm, false},
-	{"TEXT_BASE64", 1.0, "body text sent as base64", ruleTextBase64, false},
+	{"TEXT_BASE64", 0.5, "body text sent as base64", ruleTextBase64, false},
 	{"BODY_SHOUTING", 0.8, "most letters of the body are capitals", ruleBodyCaps, false},
-	{"URL_IP_LITERAL", 2.0, "link to a numeric IP address", ruleURLIP, false},
+	{"URL_IP_LITERAL", 0.5, "link to a numeric IP address", ruleURLIP, false},
 	{"URL_TEXT_MISMATCH", 1.0, "link text shows another domain than its target", ruleAnchorMismatch, false},
 	{"URL_MANY_HOSTS", 0.1, "links to more than 8 different hosts", ruleManyHosts, false},
+	{"URL_SHORTENER", 0.5, "link through a URL shortener: the target is hidden", ruleURLShortener, false},
+	{"URL_USERINFO", 2.0, "link with a name before an @ in its host part (RFC 3986 §3.2.1)", ruleURLUserinfo, false},
+	{"TEXT_INVISIBLE", 1.5, "text stuffed with zero-width or other invisible characters", ruleInvisibleChars, false},
+	{"TEXT_MIXED_SCRIPT", 2.0, "words mixing Latin letters with Cyrillic or Greek look-alikes", ruleMixedScript, false},
+	{"CHARSET_UNDECLARED_8BIT", 1.0, "8-bit text in a part that declares no charset or us-ascii (RFC 2046 §4.1.2)", ruleUndeclared8bit, false},
+	{"RCVD_NO_RDNS", 0.8, "the originating relay has no reverse DNS name", ruleRcvdNoRDNS, false},
+	{"RCVD_DYNAMIC", 0.4, "the originating relay's reverse name is an address pool's", ruleRcvdDynamic, false},
 	{"ATTACH_EXEC_NAME", 2.5, "attachment name of a program or script", ruleExecName, false},
 	// Results of earlier steps, when the input carries them.
 	{"SPF_FAIL", 2.5, "SPF fail (RFC 7208 §2.6.4)", func(c *ruleCtx) bool { return c.in.SPF == "fail" }, true},
@@ -86,8 +94,9 @@ func RuleNames() []Hit {
 }
 
 // runRules evaluates the table. weights overrides default scores by name;
-// a weight of 0 turns a rule off.
-func runRules(c *ruleCtx, weights map[string]float64) []Hit {
+// a weight of 0 turns a rule off. Each blocklist that listed the client
+// adds its weight times dnsblPoints, as DNSBL_<list>.
+func runRules(c *ruleCtx, weights map[string]float64, dnsblPoints float64) []Hit {
 	var hits []Hit
 	for _, r := range rules {
 		w := r.score
@@ -100,8 +109,8 @@ func runRules(c *ruleCtx, weights map[string]float64) []Hit {
 		hits = append(hits, Hit{r.name, w})
 	}
 	for _, d := range c.in.DNSBL {
-		if d.Score != 0 {
-			hits = append(hits, Hit{"DNSBL_" + d.List, d.Score})
+		if pts := math.Round(d.Weight*dnsblPoints*100) / 100; pts != 0 {
+			hits = append(hits, Hit{"DNSBL_" + d.List, pts})
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })

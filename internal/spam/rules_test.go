@@ -22,8 +22,16 @@ func ruleHits(t *testing.T, raw string, in Input) []string {
 	if rc.now.IsZero() {
 		rc.now = time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)
 	}
+	// Rules whose default weight is 0 are classifier tokens only; turn
+	// them on to see them hit.
+	on := map[string]float64{}
+	for _, r := range rules {
+		if r.score == 0 {
+			on[r.name] = 1
+		}
+	}
 	var names []string
-	for _, h := range runRules(rc, nil) {
+	for _, h := range runRules(rc, on, 3) {
 		names = append(names, h.Name)
 	}
 	return names
@@ -90,11 +98,11 @@ func TestRuleWeightsOverride(t *testing.T) {
 	raw := []byte(strings.Replace(goodHeader, "Message-ID: <abc.123@example.org>\r\n", "", 1) + "\r\nx\r\n")
 	a := analyze(raw, nil)
 	in := &Input{Raw: raw}
-	hits := runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 0})
+	hits := runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 0}, 3)
 	if len(hits) != 0 {
 		t.Fatalf("weight 0 did not turn the rule off: %v", hits)
 	}
-	hits = runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 7})
+	hits = runRules(&ruleCtx{a: a, in: in, now: receivedTime(a)}, map[string]float64{"MISSING_MESSAGE_ID": 7}, 3)
 	if len(hits) != 1 || hits[0].Score != 7 {
 		t.Fatalf("override: %v", hits)
 	}

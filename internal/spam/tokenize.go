@@ -50,6 +50,13 @@ type tokenSet struct {
 	// read (words with no prefix), for the rules; visible counts its
 	// characters that are not spaces, for the shape tokens.
 	letters, upper, visible int
+	// Counted in body text for the rules and scriptTokens (script.go):
+	// invisible characters, words mixing Latin with Cyrillic or Greek
+	// letters, letters per script. wordOther marks the word being read
+	// as holding a Cyrillic or Greek letter.
+	invisible, mixedWords int
+	scripts               scriptCounts
+	wordOther             bool
 }
 
 var tokenSets = sync.Pool{New: func() any {
@@ -66,6 +73,7 @@ func putTokenSet(t *tokenSet) {
 	t.seen.reset()
 	t.hashes, t.ends, t.text, t.word, t.cjk = t.hashes[:0], t.ends[:0], t.text[:0], t.word[:0], 0
 	t.letters, t.upper, t.visible = 0, 0, 0
+	t.invisible, t.mixedWords, t.scripts, t.wordOther = 0, 0, scriptCounts{}, false
 	tokenSets.Put(t)
 }
 
@@ -264,16 +272,9 @@ func (t *tokenSet) tokenize(a *analysis) {
 		t.add("meta:html-only")
 	}
 	for i, h := range a.hosts {
-		if h == "" {
-			continue
+		if h != "" {
+			t.urlTokens(a.urls[i], h)
 		}
-		if isIPHost(h) {
-			t.add("url:ip")
-		} else {
-			t.add2("url:", h)
-			t.add2("url:", registrable(h))
-		}
-		t.urlPath(a.urls[i])
 	}
 	for _, txt := range a.plain {
 		if list {
@@ -288,6 +289,7 @@ func (t *tokenSet) tokenize(a *analysis) {
 		t.words(d.text, "")
 	}
 	t.shapeTokens(a)
+	t.scriptTokens()
 }
 
 // words adds the words of s with a prefix. A word is a run of letters,
@@ -341,10 +343,20 @@ func (t *tokenSet) words(s, prefix string) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
+		if isInvisible(r) {
+			// Shown as nothing: read through it, as the reader does.
+			if body {
+				t.invisible++
+			}
+			continue
+		}
 		if body {
 			t.visible++
 		}
 		if isCJK(r) {
+			if body {
+				t.scripts[scriptCJK]++
+			}
 			if runes > 0 {
 				t.flush(prefix, runes, hw)
 				runes, h, hw = 0, ph, ph
@@ -370,6 +382,12 @@ func (t *tokenSet) words(s, prefix string) {
 				if unicode.IsUpper(r) {
 					t.upper++
 				}
+				if sc := scriptOf(r); sc >= 0 {
+					t.scripts[sc]++
+				}
+			}
+			if r >= 0x370 && r < 0x530 { // Greek or Cyrillic
+				t.wordOther = true
 			}
 			runes++
 			if n := len(t.word); n < maxWordBytes {
@@ -390,6 +408,16 @@ func (t *tokenSet) words(s, prefix string) {
 	}
 }
 
+// hasASCIILetter reports an ASCII letter in w.
+func hasASCIILetter(w []byte) bool {
+	for _, c := range w {
+		if c >= 'a' && c <= 'z' {
+			return true
+		}
+	}
+	return false
+}
+
 // maxWordBytes bounds the bytes kept of one word; longer words only count
 // their length (they become a skip: token anyway).
 const maxWordBytes = 4*maxWordLen + 8
@@ -406,6 +434,12 @@ func (t *tokenSet) wordByte(c byte, runes *int) {
 func (t *tokenSet) flush(prefix string, runes int, h uint64) {
 	w := t.word
 	t.word = t.word[:0]
+	if t.wordOther {
+		t.wordOther = false
+		if hasASCIILetter(w) {
+			t.mixedWords++
+		}
+	}
 	for len(w) > 0 && asciiClass[w[len(w)-1]] == classJoiner {
 		w = w[:len(w)-1]
 		runes--

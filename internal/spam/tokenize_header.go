@@ -65,24 +65,13 @@ func (t *tokenSet) headerTokens(a *analysis, list bool) {
 			}
 		}
 	}
-	// The network of the relay that handed the message to the first
-	// server on its way (the oldest Received with a public address): spam
-	// comes from a few networks, ham from the correspondents' providers.
-	// Only the first three octets (a /24). The relays after it (list
-	// servers, the recipient's own provider and store) say where a message
-	// went, not who sent it, and are not tokens.
-	var origin string
-	for _, r := range a.fields["received"] {
-		for _, ip := range bracketIPs(r) {
-			if ip.Is4() && !ip.IsPrivate() && !ip.IsLoopback() {
-				b := ip.As4()
-				origin = "rip:" + netip.AddrFrom4([4]byte{b[0], b[1], b[2], 0}).String()
-			}
-		}
-	}
-	if origin != "" {
-		t.add(origin)
-	}
+	// The relay that handed the message to the first server on its way
+	// (origin.go): its /24 (spam comes from a few networks, ham from the
+	// correspondents' providers) and the signs of a hijacked home
+	// computer. The relays after it (list servers, the recipient's own
+	// provider and store) say where a message went, not who sent it, and
+	// are not tokens.
+	t.originTokens(a.origin)
 }
 
 // idShape reduces a Message-ID to its character classes, so that

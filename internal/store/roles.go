@@ -68,12 +68,15 @@ type SigningKeys interface {
 	DKIMKeys(ctx context.Context, domain string) ([]DKIMKey, error)
 }
 
-// MailboxReader reads an account's mailboxes.
+// MailboxReader reads an account's mailboxes and subscriptions.
 type MailboxReader interface {
 	Mailboxes(ctx context.Context, accountID int64) ([]Mailbox, error)
 	// Mailbox finds by name; "INBOX" matches case-insensitively.
 	Mailbox(ctx context.Context, accountID int64, name string) (Mailbox, error)
 	MailboxStatus(ctx context.Context, accountID int64, name string) (MailboxStatus, error)
+	// Subscriptions lists the account's subscribed names in byte order
+	// (subscriptions.go).
+	Subscriptions(ctx context.Context, accountID int64) ([]string, error)
 }
 
 // MailboxWriter creates, deletes, renames and subscribes mailboxes.
@@ -85,6 +88,9 @@ type MailboxWriter interface {
 	// "a/x" to "b/x"). Renaming INBOX moves its messages into a new mailbox
 	// and leaves INBOX empty (RFC 9051 §6.3.6).
 	RenameMailbox(ctx context.Context, accountID int64, from, to string) error
+	// SetSubscribed subscribes or unsubscribes a name, which need not
+	// name a mailbox (subscriptions.go); doing it twice is not an error.
+	// ErrInvalid for a name no mailbox could have.
 	SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error
 }
 

@@ -106,10 +106,13 @@ type Mailbox struct {
 	AccountID     int64
 	Name          string // full name, HierarchySeparator between levels; "INBOX" is case-insensitive
 	SpecialUse    string // one of the Special* constants
-	Subscribed    bool
+	Subscribed    bool   // the name is subscribed (Subscriptions)
 	UIDValidity   uint32
 	UIDNext       uint32
 	HighestModSeq uint64
+	// FirstRecentUID is the lowest UID no session has claimed as
+	// \Recent yet (Recent).
+	FirstRecentUID uint32
 }
 
 // MailboxStatus is a mailbox plus its counters.
@@ -118,6 +121,7 @@ type MailboxStatus struct {
 	Messages int
 	Unseen   int
 	Size     int64 // sum of message sizes
+	Recent   int   // messages at or above FirstRecentUID (Recent)
 }
 
 // MessageMeta is one message in one mailbox, as answered from the index.
@@ -243,6 +247,7 @@ type Store interface {
 	Quotas
 	MailboxReader
 	MailboxWriter
+	Recent
 	MessageReader
 	HeaderReader
 	BlobReader

@@ -7,12 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"pimail/internal/testcorpus"
 )
 
 // benchRequest serves one GET for a logged-in session without the network,
@@ -130,7 +133,11 @@ func BenchmarkReadPlain120KFewLinks(b *testing.B) {
 // corpusMessages returns the first n messages of the shared corpus mbox
 // (../shared/corpus), or skips the benchmark without it.
 func corpusMessages(b *testing.B, n int) []string {
-	raw, err := os.ReadFile("../../../shared/corpus/mailbox/mailbox-1k.mbox")
+	dir, err := testcorpus.LargeDir()
+	if err != nil {
+		b.Skip(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "mailbox", "mailbox-1k.mbox"))
 	if err != nil {
 		b.Skipf("corpus: %v", err)
 	}

@@ -103,7 +103,7 @@ func (s *Server) composePage(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	pr, err := s.prefs.get(r.Context(), sess.AccountID)
 	if err != nil {
-		s.log.Error("read prefs", "err", err)
+		s.logError(r, "read prefs", "err", err)
 	}
 	sig := ""
 	if pr.Signature != "" {
@@ -239,6 +239,6 @@ func (s *Server) redisplay(w http.ResponseWriter, r *http.Request, sess *session
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "compose", d); err != nil {
-		s.log.Error("render compose", "err", err)
+		s.logError(r, "render compose", "err", err)
 	}
 }

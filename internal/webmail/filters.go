@@ -92,7 +92,7 @@ func (s *Server) renderFilters(w http.ResponseWriter, r *http.Request, sess *ses
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "filters", d); err != nil {
-		s.log.Error("render filters", "err", err)
+		s.logError(r, "render filters", "err", err)
 	}
 }
 
@@ -210,7 +210,7 @@ func (s *Server) renderSieve(w http.ResponseWriter, r *http.Request, sess *sessi
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "sieve", d); err != nil {
-		s.log.Error("render sieve editor", "err", err)
+		s.logError(r, "render sieve editor", "err", err)
 	}
 }
 

@@ -68,7 +68,12 @@ func (s *Server) foldersSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			fail(http.StatusBadRequest, "That folder name is not allowed.")
 			return
 		}
-		_, err = s.st.CreateMailbox(ctx, sess.AccountID, name, store.SpecialNone)
+		// A folder made here is subscribed, so that IMAP clients that
+		// list subscribed folders show it (IMAP's CREATE subscribes
+		// nothing, RFC 3501 §6.3.6; store/subscriptions.go).
+		if _, err = s.st.CreateMailbox(ctx, sess.AccountID, name, store.SpecialNone); err == nil {
+			err = s.st.SetSubscribed(ctx, sess.AccountID, name, true)
+		}
 		notice = "created"
 	case "rename", "delete":
 		box, e := s.mailboxOf(ctx, sess.AccountID, r.PostFormValue("box"))
@@ -89,7 +94,9 @@ func (s *Server) foldersSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			err = s.st.RenameMailbox(ctx, sess.AccountID, box.Name, name)
 			notice = "renamed"
 		} else {
-			err = s.st.DeleteMailbox(ctx, sess.AccountID, box.Name)
+			if err = s.st.DeleteMailbox(ctx, sess.AccountID, box.Name); err == nil {
+				err = s.st.SetSubscribed(ctx, sess.AccountID, box.Name, false)
+			}
 			notice = "deleted"
 		}
 	default:

@@ -121,7 +121,7 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, code int, m
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "login", map[string]any{"CSRF": tok, "Error": msg, "Host": s.cfg.Hostname}); err != nil {
-		s.log.Error("render login", "err", err)
+		s.logError(r, "render login", "err", err)
 	}
 }
 
@@ -146,7 +146,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, r, http.StatusUnauthorized, "Wrong address or password.")
 		return
 	case err != nil:
-		s.log.Error("login", "err", err)
+		s.logError(r, "login", "err", err)
 		s.renderLogin(w, r, http.StatusInternalServerError, "Login is not possible right now.")
 		return
 	}
@@ -154,12 +154,12 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	// random id is issued.
 	if old, err := r.Cookie(s.sessionCookie()); err == nil {
 		if err := s.sessions.Delete(r.Context(), old.Value); err != nil {
-			s.log.Error("login: end the old session", "err", err)
+			s.logError(r, "login: end the old session", "err", err)
 		}
 	}
 	sess, err := s.sessions.Create(r.Context(), acct.ID, acct.Address, s.now())
 	if err != nil {
-		s.log.Error("login", "err", err)
+		s.logError(r, "login", "err", err)
 		s.renderLogin(w, r, http.StatusInternalServerError, "Login is not possible right now.")
 		return
 	}

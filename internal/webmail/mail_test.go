@@ -128,9 +128,15 @@ func TestFolders(t *testing.T) {
 	resp, body := c.post("/folders", url.Values{"op": {"create"}, "name": {"Projects/2024"}})
 	expectStatus(t, resp, http.StatusSeeOther, body)
 	b := f.box(t, "alice@example.com", "Projects/2024")
+	if !b.Subscribed { // for IMAP clients that list subscribed folders
+		t.Fatal("folder made in the webmail not subscribed")
+	}
 	resp, body = c.post("/folders", url.Values{"op": {"rename"}, "box": {itoa(b.ID)}, "name": {"Projects/Old"}})
 	expectStatus(t, resp, http.StatusSeeOther, body)
 	b = f.box(t, "alice@example.com", "Projects/Old")
+	if !b.Subscribed {
+		t.Fatal("renamed folder not subscribed")
+	}
 	resp, _ = c.post("/folders", url.Values{"op": {"create"}, "name": {"bad\r\nname"}})
 	expectStatus(t, resp, http.StatusBadRequest, "")
 	resp, _ = c.post("/folders", url.Values{"op": {"delete"}, "box": {itoa(f.box(t, "alice@example.com", "Sent").ID)}})
@@ -139,6 +145,9 @@ func TestFolders(t *testing.T) {
 	expectStatus(t, resp, http.StatusSeeOther, body)
 	if _, err := f.st.Mailbox(context.Background(), f.ids["alice@example.com"], "Projects/Old"); err == nil {
 		t.Fatal("folder not deleted")
+	}
+	if subs, err := f.st.Subscriptions(context.Background(), f.ids["alice@example.com"]); err != nil || slices.Contains(subs, "Projects/Old") {
+		t.Fatalf("deleted folder still subscribed: %q %v", subs, err)
 	}
 }
 

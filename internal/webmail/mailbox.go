@@ -208,6 +208,9 @@ func (s *Server) specialMailbox(ctx context.Context, accountID int64, special st
 	if errors.Is(err, store.ErrExists) {
 		return s.st.Mailbox(ctx, accountID, name)
 	}
+	if err == nil { // subscribed, as the account's special-use mailboxes are from the start
+		err = s.st.SetSubscribed(ctx, accountID, name, true)
+	}
 	if err != nil {
 		return store.Mailbox{}, fmt.Errorf("create mailbox %s: %w", name, err)
 	}

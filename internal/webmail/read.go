@@ -201,7 +201,7 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	if d.ShowHTML {
 		pr, err := s.prefs.get(r.Context(), sess.AccountID)
 		if err != nil {
-			s.log.Error("read prefs", "err", err)
+			s.logError(r, "read prefs", "err", err)
 		}
 		d.RemoteShown = r.URL.Query().Get("remote") == "1" || pr.allowsRemote(d.FromAddr)
 		d.RemoteFound = bv.remoteFound
@@ -215,7 +215,7 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	if l.meta.Flags&store.FlagSeen == 0 {
 		if _, err := s.st.StoreFlags(r.Context(), l.box.ID, store.UIDSet{{Start: l.meta.UID, Stop: l.meta.UID}},
 			store.FlagsAdd, store.FlagSeen, nil); err != nil {
-			s.log.Error("mark seen", "err", err)
+			s.logError(r, "mark seen", "err", err)
 		}
 	}
 	d.Seen = true
@@ -314,7 +314,7 @@ func (s *Server) bodyFrame(w http.ResponseWriter, r *http.Request, sess *session
 	if !remote {
 		pr, err := s.prefs.get(r.Context(), sess.AccountID)
 		if err != nil {
-			s.log.Error("read prefs", "err", err)
+			s.logError(r, "read prefs", "err", err)
 		}
 		remote = pr.allowsRemote(from)
 	}

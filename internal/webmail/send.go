@@ -36,7 +36,7 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	if err != nil {
-		s.log.Error("compose", "err", err)
+		s.logError(r, "compose", "err", err)
 		s.redisplay(w, r, sess, http.StatusInternalServerError, "The message could not be prepared.")
 		return
 	}
@@ -52,7 +52,7 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 				return
 			}
 		}
-		s.log.Error("save draft", "err", err)
+		s.logError(r, "save draft", "err", err)
 		s.redisplay(w, r, sess, http.StatusInternalServerError, "The draft could not be saved.")
 		return
 	}
@@ -61,7 +61,7 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			s.redisplay(w, r, sess, http.StatusBadRequest, ue.msg)
 			return
 		}
-		s.log.Error("send", "user", sess.Address, "err", err)
+		s.logError(r, "send", "user", sess.Address, "err", err)
 		s.redisplay(w, r, sess, http.StatusInternalServerError, "The message could not be sent. Please try again.")
 		return
 	}

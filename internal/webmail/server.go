@@ -14,8 +14,10 @@ package webmail
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"syscall"
 	"time"
 
 	"pimail/internal/delivery"
@@ -206,11 +208,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// logError logs a request's failure at ERROR, unless the client went away
+// (its request was cancelled, or writing to it failed with a broken or
+// reset connection): a browser leaving a page half-loaded is no fault of
+// the server, and is logged at DEBUG.
+func (s *Server) logError(r *http.Request, msg string, args ...any) {
+	gone := r.Context().Err() != nil
+	for i := 0; i+1 < len(args); i += 2 {
+		if err, ok := args[i+1].(error); ok && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+			gone = true
+		}
+	}
+	if gone {
+		s.log.Debug(msg+" (the client went away)", args...)
+		return
+	}
+	s.log.Error(msg, args...)
+}
+
 // httpError logs err (when it is a server fault) and answers with a plain
 // page that never contains err's text.
 func (s *Server) httpError(w http.ResponseWriter, r *http.Request, code int, msg string, err error) {
 	if err != nil && code >= 500 {
-		s.log.Error("request failed", "path", r.URL.Path, "err", err)
+		s.logError(r, "request failed", "path", r.URL.Path, "err", err)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -40,7 +40,7 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, sess *se
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	if err := s.tmpl.render(w, "settings", settingsData{view: v, DisplayName: p.DisplayName, Signature: p.Signature, RemoteSenders: p.RemoteSenders}); err != nil {
-		s.log.Error("render settings", "err", err)
+		s.logError(r, "render settings", "err", err)
 	}
 }
 
@@ -115,7 +115,7 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	if err := s.sessions.DeleteAccount(r.Context(), sess.AccountID, sess); err != nil {
-		s.log.Error("password changed, but other sessions not ended", "user", sess.Address, "err", err)
+		s.logError(r, "password changed, but other sessions not ended", "user", sess.Address, "err", err)
 	}
 	s.log.Info("webmail password changed", "user", sess.Address, "remote", websession.ClientIP(r))
 	http.Redirect(w, r, "/settings?notice=password", http.StatusSeeOther)

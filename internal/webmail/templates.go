@@ -108,7 +108,7 @@ type splicer interface {
 func (s *Server) page(w http.ResponseWriter, r *http.Request, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := s.tmpl.render(w, name, data); err != nil {
-		s.log.Error("render", "page", name, "err", err)
+		s.logError(r, "render", "page", name, "err", err)
 	}
 }
 

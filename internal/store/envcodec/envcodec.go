@@ -164,6 +164,7 @@ func DecodeShared(data []byte, addrs *Arena) (message.Envelope, error) {
 			route := data[i]&2 != 0
 			i++
 			a.Name, a.Mailbox, a.Host, a.Group = str(), str(), str(), str()
+			a.Route = "" // the slot may be reused: no route left from an earlier message
 			if route {
 				a.Route = str()
 			}

@@ -2,10 +2,13 @@ package envcodec
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"pimail/internal/message"
+	"pimail/internal/testcorpus"
 )
 
 // samples have groups, quotes, encoded words, invalid UTF-8, no header.
@@ -24,6 +27,20 @@ func TestCompactEnvelope(t *testing.T) {
 	var raws [][]byte
 	for _, s := range samples {
 		raws = append(raws, []byte(s))
+	}
+	// The edge cases and the first hundred ham messages of the test corpus.
+	dir, err := testcorpus.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "edge", "*"))
+	more, _ := filepath.Glob(filepath.Join(dir, "ham", "ham-0*"))
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, b)
 	}
 	withAddrs := 0
 	for i, raw := range raws {

@@ -136,6 +136,9 @@ func (s *Store) AddAccount(ctx context.Context, address, passwordHash string) (s
 			if _, err := createMailbox(w, id, mb.Name, mb.SpecialUse); err != nil {
 				return err
 			}
+			if err := subscribe(w, id, mb.Name); err != nil {
+				return err
+			}
 		}
 		out = store.Account{ID: id, Address: addr, DomainID: did, PasswordHash: passwordHash, Created: created}
 		w.publish(id, 0)
@@ -183,6 +186,9 @@ func (s *Store) RemoveAccount(ctx context.Context, address string) error {
 			"DELETE FROM expunged WHERE mailbox_id IN (SELECT id FROM mailboxes WHERE account_id = $1)",
 			"DELETE FROM mailboxes WHERE account_id = $1",
 			"DELETE FROM spam_models WHERE account_id = $1",
+			// The address leaves every alias that named it (an alias
+			// left without a target goes with it).
+			"DELETE FROM aliases WHERE target = (SELECT address FROM accounts WHERE id = $1)",
 			"DELETE FROM accounts WHERE id = $1",
 		}
 		for _, q := range stmts {

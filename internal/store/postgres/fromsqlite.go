@@ -216,9 +216,10 @@ var plainTables = []table{
 		FROM accounts`, "accounts", []string{"id", "address", "domain_id", "password_hash", "display_name", "disabled",
 		"created", "is_admin", "quota_bytes", "used_bytes", "quota_notice"}, "itittBiBiii"},
 	{"SELECT address, target, domain_id FROM aliases", "aliases", []string{"address", "target", "domain_id"}, "tti"},
-	{`SELECT id, account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq, expunged_floor FROM mailboxes`,
-		"mailboxes", []string{"id", "account_id", "name", "special_use", "subscribed", "uidvalidity", "uidnext", "highestmodseq",
-			"expunged_floor"}, "iittBiiii"},
+	{`SELECT id, account_id, name, special_use, uidvalidity, uidnext, highestmodseq, expunged_floor, first_recent_uid FROM mailboxes`,
+		"mailboxes", []string{"id", "account_id", "name", "special_use", "uidvalidity", "uidnext", "highestmodseq",
+			"expunged_floor", "first_recent_uid"}, "iittiiiii"},
+	{"SELECT account_id, name FROM subscriptions", "subscriptions", []string{"account_id", "name"}, "it"},
 }
 
 // stateTables come after the blobs and the mail.
@@ -484,8 +485,11 @@ func CopyFromSQLite(ctx context.Context, url, dir string, progress func(done, to
 // rows, as text, in the same order.
 var comparisons = []struct{ what, sqlite, postgres string }{
 	{"mailboxes",
-		"SELECT id, account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq, expunged_floor FROM mailboxes ORDER BY id",
-		"SELECT id, account_id, name, special_use, subscribed::int, uidvalidity, uidnext, highestmodseq, expunged_floor FROM mailboxes ORDER BY id"},
+		"SELECT id, account_id, name, special_use, uidvalidity, uidnext, highestmodseq, expunged_floor, first_recent_uid FROM mailboxes ORDER BY id",
+		"SELECT id, account_id, name, special_use, uidvalidity, uidnext, highestmodseq, expunged_floor, first_recent_uid FROM mailboxes ORDER BY id"},
+	{"subscriptions",
+		"SELECT account_id, name FROM subscriptions ORDER BY account_id, name",
+		"SELECT account_id, name FROM subscriptions ORDER BY account_id, name"},
 	{"messages",
 		`SELECT m.mailbox_id, m.uid, m.modseq, m.created_modseq, m.flags, m.keywords, m.internal_date, m.blob_id, b.sha256, b.size
 			FROM mail m JOIN blobs b ON b.id = m.blob_id ORDER BY m.mailbox_id, m.uid`,

@@ -12,11 +12,16 @@ import (
 	"pimail/internal/store"
 )
 
-const mailboxCols = "id, account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq"
+// mailboxCols are the columns scanMailbox reads, from the mailboxes table
+// (not aliased): the subscription is a row of subscriptions.
+const mailboxCols = `id, account_id, name, special_use,
+	EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id = mailboxes.account_id AND s.name = mailboxes.name),
+	uidvalidity, uidnext, highestmodseq, first_recent_uid`
 
 func scanMailbox(sc pgx.Row) (store.Mailbox, error) {
 	var m store.Mailbox
-	err := sc.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq)
+	err := sc.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq,
+		&m.FirstRecentUID)
 	return m, err
 }
 
@@ -101,9 +106,11 @@ func insertMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mail
 		return store.Mailbox{}, err
 	}
 	var id int64
-	err = w.queryRow(`INSERT INTO mailboxes (account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq)
-		VALUES ($1, $2, $3, true, $4, 1, 1) ON CONFLICT (account_id, name) DO NOTHING RETURNING id`,
-		accountID, name, specialUse, uv).Scan(&id)
+	var subscribed bool
+	err = w.queryRow(`INSERT INTO mailboxes (account_id, name, special_use, uidvalidity, uidnext, highestmodseq)
+		VALUES ($1, $2, $3, $4, 1, 1) ON CONFLICT (account_id, name) DO NOTHING
+		RETURNING id, EXISTS (SELECT 1 FROM subscriptions WHERE account_id = $1 AND name = $2)`,
+		accountID, name, specialUse, uv).Scan(&id, &subscribed)
 	if noRows(err) {
 		return store.Mailbox{}, errMailboxTaken
 	}
@@ -112,7 +119,7 @@ func insertMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mail
 	}
 	w.publish(accountID, 0)
 	return store.Mailbox{ID: id, AccountID: accountID, Name: name, SpecialUse: specialUse,
-		Subscribed: true, UIDValidity: uv, UIDNext: 1, HighestModSeq: 1}, nil
+		Subscribed: subscribed, UIDValidity: uv, UIDNext: 1, HighestModSeq: 1, FirstRecentUID: 1}, nil
 }
 
 // lockAccount checks that the account exists and locks its row until the
@@ -161,12 +168,13 @@ func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string)
 	// One statement: the counters and the mailbox from one snapshot.
 	var st store.MailboxStatus
 	m := &st.Mailbox
-	err = s.readRow(ctx, "SELECT "+mailboxCols+`, c.n, c.unseen, c.size FROM mailboxes,
-		LATERAL (SELECT count(*) AS n, count(*) FILTER (WHERE flags & $3 = 0) AS unseen, coalesce(sum(b.size), 0)::bigint AS size
+	err = s.readRow(ctx, "SELECT "+mailboxCols+`, c.n, c.unseen, c.size, c.recent FROM mailboxes,
+		LATERAL (SELECT count(*) AS n, count(*) FILTER (WHERE flags & $3 = 0) AS unseen, coalesce(sum(b.size), 0)::bigint AS size,
+			count(*) FILTER (WHERE uid >= mailboxes.first_recent_uid) AS recent
 			FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mailbox_id = mailboxes.id) c
 		WHERE account_id = $1 AND name = $2`, accountID, n, store.FlagSeen).
 		Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq,
-			&st.Messages, &st.Unseen, &st.Size)
+			&m.FirstRecentUID, &st.Messages, &st.Unseen, &st.Size, &st.Recent)
 	if noRows(err) {
 		return store.MailboxStatus{}, fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
 	}
@@ -343,6 +351,9 @@ func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to str
 			WHERE m.id = r.id`, ids, names); err != nil {
 			return fmt.Errorf("rename mailbox: %w", err)
 		}
+		if err := renameSubscriptions(w, accountID, f, t); err != nil {
+			return err
+		}
 		if err := createParents(w, accountID, t); err != nil {
 			return err
 		}
@@ -377,20 +388,79 @@ func (s *Store) renameInbox(ctx context.Context, accountID int64, to string) err
 	})
 }
 
+// SetSubscribed subscribes or unsubscribes a name (store.Subscriptions).
 func (s *Store) SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error {
 	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return err
 	}
 	return s.write(ctx, func(w *wtx) error {
-		tag, err := w.exec("UPDATE mailboxes SET subscribed = $1 WHERE account_id = $2 AND name = $3", subscribed, accountID, n)
-		if err != nil {
-			return fmt.Errorf("set subscribed: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
+		if subscribed {
+			if err := accountExists(w, accountID); err != nil {
+				return err
+			}
+			if err := subscribe(w, accountID, n); err != nil {
+				return err
+			}
+		} else if _, err := w.exec("DELETE FROM subscriptions WHERE account_id = $1 AND name = $2", accountID, n); err != nil {
+			return fmt.Errorf("unsubscribe %q: %w", n, err)
 		}
 		w.publish(accountID, 0)
 		return nil
 	})
+}
+
+// subscribe adds a subscription inside a transaction.
+func subscribe(w *wtx, accountID int64, name string) error {
+	if _, err := w.exec("INSERT INTO subscriptions (account_id, name) VALUES ($1, $2) ON CONFLICT DO NOTHING", accountID, name); err != nil {
+		return fmt.Errorf("subscribe %q: %w", name, err)
+	}
+	return nil
+}
+
+// renameSubscriptions moves the subscriptions of a renamed mailbox and its
+// children to their new names, inside the rename's transaction.
+func renameSubscriptions(w *wtx, accountID int64, from, to string) error {
+	lo, hi := store.ChildNameRange(from)
+	rows, _ := w.query(`DELETE FROM subscriptions WHERE account_id = $1 AND (name = $2 OR (name >= $3 AND name < $4))
+		RETURNING name`, accountID, from, lo, hi)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("rename subscriptions: %w", err)
+	}
+	for _, n := range names {
+		if err := subscribe(w, accountID, to+strings.TrimPrefix(n, from)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Subscriptions lists the account's subscribed names.
+func (s *Store) Subscriptions(ctx context.Context, accountID int64) ([]string, error) {
+	rows, _ := s.pool.Query(ctx, "SELECT name FROM subscriptions WHERE account_id = $1 ORDER BY name", accountID)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, storeErr(fmt.Errorf("subscriptions: %w", err))
+	}
+	return out, nil
+}
+
+// ClaimRecent claims the unclaimed messages up to upTo (store.Recent):
+// one statement that reads the mailbox's first unclaimed UID under its
+// row's lock and moves it on, so that sessions on any node never claim
+// the same message. It commits without waiting for the WAL flush: a lost
+// claim only makes messages recent once more.
+func (s *Store) ClaimRecent(ctx context.Context, mailboxID int64, upTo uint32) (uint32, error) {
+	var first uint32
+	err := s.writeRelaxed(ctx, func(w *wtx) error {
+		err := w.queryRow(`WITH old AS (SELECT first_recent_uid FROM mailboxes WHERE id = $1 FOR UPDATE)
+			UPDATE mailboxes SET first_recent_uid = greatest(first_recent_uid, $2::bigint + 1) WHERE id = $1
+			RETURNING (SELECT first_recent_uid FROM old)`, mailboxID, int64(upTo)).Scan(&first)
+		if noRows(err) {
+			return fmt.Errorf("mailbox %d: %w", mailboxID, store.ErrNotFound)
+		}
+		return err
+	})
+	return first, err
 }

@@ -62,16 +62,14 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 // MailboxCounts returns the account's mailboxes with their counters, in
 // one pass over their rows.
 func (s *Store) MailboxCounts(ctx context.Context, accountID int64) ([]store.MailboxCount, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT mb.id, mb.account_id, mb.name, mb.special_use, mb.subscribed,
-		mb.uidvalidity, mb.uidnext, mb.highestmodseq,
-		count(m.uid), count(m.uid) FILTER (WHERE m.flags & $1 = 0)
-		FROM mailboxes mb LEFT JOIN mail m ON m.mailbox_id = mb.id
-		WHERE mb.account_id = $2 GROUP BY mb.id ORDER BY mb.name`, store.FlagSeen, accountID)
+	rows, _ := s.pool.Query(ctx, `SELECT `+mailboxCols+`, c.n, c.unseen FROM mailboxes,
+		LATERAL (SELECT count(*) AS n, count(*) FILTER (WHERE flags & $1 = 0) AS unseen FROM mail WHERE mailbox_id = mailboxes.id) c
+		WHERE account_id = $2 ORDER BY name`, store.FlagSeen, accountID)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.MailboxCount, error) {
 		var c store.MailboxCount
 		m := &c.Mailbox
 		err := r.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed,
-			&m.UIDValidity, &m.UIDNext, &m.HighestModSeq, &c.Messages, &c.Unseen)
+			&m.UIDValidity, &m.UIDNext, &m.HighestModSeq, &m.FirstRecentUID, &c.Messages, &c.Unseen)
 		return c, err
 	})
 	if err != nil {

@@ -256,6 +256,22 @@ CREATE TABLE mta_sts (
 	policy    text NOT NULL
 );
 `,
+	// 2: IMAP subscriptions apart from the mailboxes (subscriptions.go,
+	// RFC 3501 §6.3.6): a subscribed name need not exist, and CREATE,
+	// DELETE no longer touch them. mailboxes.first_recent_uid is the
+	// lowest UID no session has claimed as \Recent (recent.go, RFC 3501
+	// §2.3.2); existing mail is not recent.
+	`
+CREATE TABLE subscriptions (
+	account_id bigint NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	name       text COLLATE "C" NOT NULL,
+	PRIMARY KEY (account_id, name)
+);
+INSERT INTO subscriptions (account_id, name) SELECT account_id, name FROM mailboxes WHERE subscribed;
+ALTER TABLE mailboxes DROP COLUMN subscribed;
+ALTER TABLE mailboxes ADD COLUMN first_recent_uid bigint NOT NULL DEFAULT 1;
+UPDATE mailboxes SET first_recent_uid = uidnext;
+`,
 }
 
 // migrate brings the schema to len(migrations). Nodes starting together

@@ -5,21 +5,27 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"pimail/internal/store"
+	"pimail/internal/testcorpus"
 )
 
-// fetchBenchMbox is seed 003's 1k mailbox, or the mbox named by
+// fetchBenchMbox is the large corpus' 1k mailbox, or the mbox named by
 // $FETCH_BENCH_MBOX; the benchmarks skip without it.
 func fetchBenchMbox() string {
 	if p := os.Getenv("FETCH_BENCH_MBOX"); p != "" {
 		return p
 	}
-	return "/work/shared/corpus/mailbox/mailbox-1k.mbox"
+	dir, err := testcorpus.LargeDir()
+	if err != nil {
+		return err.Error()
+	}
+	return filepath.Join(dir, "mailbox", "mailbox-1k.mbox")
 }
 
 var fetchBenchEnv struct {

@@ -11,6 +11,7 @@ import (
 
 	"pimail/internal/message"
 	"pimail/internal/store"
+	"pimail/internal/testcorpus"
 )
 
 // liteSamples are messages whose stored parse exercises the decoders:
@@ -30,13 +31,7 @@ func TestLiteDecoders(t *testing.T) {
 	for _, s := range liteSamples {
 		raws = append(raws, []byte(s))
 	}
-	files, _ := filepath.Glob("/work/shared/corpus/edge/*")
-	more, _ := filepath.Glob("/work/shared/corpus/ham/sa-easy-ham-1-000*")
-	for _, f := range append(files, more...) {
-		if b, err := os.ReadFile(f); err == nil {
-			raws = append(raws, b)
-		}
-	}
+	raws = append(raws, corpusRaws(t)...)
 	for i, raw := range raws {
 		p := message.Parse(raw)
 		pj, err := json.Marshal(p)
@@ -244,4 +239,25 @@ func mustInbox(t *testing.T, s *Store, accountID int64) int64 {
 		t.Fatal(err)
 	}
 	return mb.ID
+}
+
+// corpusRaws reads the edge cases and the first hundred ham messages of the
+// test corpus (testdata/corpus).
+func corpusRaws(t *testing.T) [][]byte {
+	t.Helper()
+	dir, err := testcorpus.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "edge", "*"))
+	more, _ := filepath.Glob(filepath.Join(dir, "ham", "ham-0*"))
+	var raws [][]byte
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws = append(raws, b)
+	}
+	return raws
 }

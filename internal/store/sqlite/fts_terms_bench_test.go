@@ -7,6 +7,7 @@ import (
 
 	"pimail/internal/message"
 	"pimail/internal/store"
+	"pimail/internal/testcorpus"
 )
 
 // BenchmarkTerms is the indexer's Go side of a message: the distinct words
@@ -15,10 +16,11 @@ import (
 //
 //	go test ./internal/store/sqlite -run XXX -bench Terms
 func BenchmarkTerms(b *testing.B) {
-	files, _ := filepath.Glob("/work/shared/corpus/ham/*.eml")
-	if len(files) == 0 {
-		b.Skip("no corpus")
+	dir, err := testcorpus.LargeDir()
+	if err != nil {
+		b.Skip(err)
 	}
+	files, _ := filepath.Glob(filepath.Join(dir, "ham", "*.eml"))
 	var texts []store.SearchableText
 	total := 0
 	for _, f := range files[:min(len(files), 500)] {

@@ -11,11 +11,25 @@ import (
 	"pimail/internal/store"
 )
 
-const mailboxCols = "id, account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq"
+// mailboxCols are the columns scanMailbox reads from the mailboxes table:
+// what the write paths need.
+const mailboxCols = "id, account_id, name, special_use, uidvalidity, uidnext, highestmodseq"
 
 func scanMailbox(sc interface{ Scan(...any) error }) (store.Mailbox, error) {
 	var m store.Mailbox
-	err := sc.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.Subscribed, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq)
+	err := sc.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq)
+	return m, err
+}
+
+// mailboxFullCols are mailboxCols and what only clients ask for, the
+// subscription (subscriptions.go) and FirstRecentUID (recent.go), which
+// scanMailboxFull reads: the mailboxes table, not aliased.
+const mailboxFullCols = mailboxCols + ", " + subscribedCol + ", first_recent_uid"
+
+func scanMailboxFull(sc interface{ Scan(...any) error }) (store.Mailbox, error) {
+	var m store.Mailbox
+	err := sc.Scan(&m.ID, &m.AccountID, &m.Name, &m.SpecialUse, &m.UIDValidity, &m.UIDNext, &m.HighestModSeq,
+		&m.Subscribed, &m.FirstRecentUID)
 	return m, err
 }
 
@@ -83,7 +97,7 @@ func insertMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mail
 	if err != nil {
 		return store.Mailbox{}, err
 	}
-	res, err := w.exec("INSERT INTO mailboxes (account_id, name, special_use, subscribed, uidvalidity, uidnext, highestmodseq) VALUES (?, ?, ?, 1, ?, 1, 1)",
+	res, err := w.exec("INSERT INTO mailboxes (account_id, name, special_use, uidvalidity, uidnext, highestmodseq) VALUES (?, ?, ?, ?, 1, 1)",
 		accountID, name, specialUse, uv)
 	if isConstraint(err) {
 		return store.Mailbox{}, fmt.Errorf("mailbox %q: %w", name, store.ErrExists)
@@ -97,7 +111,7 @@ func insertMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mail
 	}
 	w.publish(accountID, 0)
 	return store.Mailbox{ID: id, AccountID: accountID, Name: name, SpecialUse: specialUse,
-		Subscribed: true, UIDValidity: uv, UIDNext: 1, HighestModSeq: 1}, nil
+		UIDValidity: uv, UIDNext: 1, HighestModSeq: 1, FirstRecentUID: 1}, nil
 }
 
 // accountExists checks the account inside a write request.
@@ -114,17 +128,18 @@ func accountExists(w *wtx, accountID int64) error {
 }
 
 func (s *Store) Mailboxes(ctx context.Context, accountID int64) ([]store.Mailbox, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? ORDER BY name", accountID)
+	rows, err := s.rdb.QueryContext(ctx, "SELECT "+mailboxFullCols+" FROM mailboxes WHERE account_id = ? ORDER BY name", accountID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: list mailboxes: %w", err)
 	}
 	defer rows.Close()
 	var out []store.Mailbox
 	for rows.Next() {
-		m, err := scanMailbox(rows)
+		m, err := scanMailboxFull(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite store: list mailboxes: %w", err)
 		}
+		m.FirstRecentUID = s.recentFloor(m.ID, m.FirstRecentUID)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -139,13 +154,14 @@ func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (stor
 		return store.Mailbox{}, err
 	}
 	// Looked up for every APPEND, COPY and SELECT: a cached statement.
-	m, err := scanMailbox(s.readRow(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
+	m, err := scanMailboxFull(s.readRow(ctx, "SELECT "+mailboxFullCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Mailbox{}, fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Mailbox{}, fmt.Errorf("sqlite store: mailbox %q: %w", n, err)
 	}
+	m.FirstRecentUID = s.recentFloor(m.ID, m.FirstRecentUID)
 	return m, nil
 }
 
@@ -159,17 +175,19 @@ func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string)
 		return store.MailboxStatus{}, fmt.Errorf("sqlite store: mailbox status: %w", err)
 	}
 	defer tx.Rollback()
-	m, err := scanMailbox(tx.QueryRowContext(ctx, "SELECT "+mailboxCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
+	m, err := scanMailboxFull(tx.QueryRowContext(ctx, "SELECT "+mailboxFullCols+" FROM mailboxes WHERE account_id = ? AND name = ?", accountID, n))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.MailboxStatus{}, fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.MailboxStatus{}, fmt.Errorf("sqlite store: mailbox %q: %w", n, err)
 	}
+	m.FirstRecentUID = s.recentFloor(m.ID, m.FirstRecentUID)
 	st := store.MailboxStatus{Mailbox: m}
-	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(flags & ? = 0), 0), coalesce(sum(b.size), 0)
-		FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mailbox_id = ?`, store.FlagSeen, m.ID).
-		Scan(&st.Messages, &st.Unseen, &st.Size)
+	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(flags & ? = 0), 0), coalesce(sum(b.size), 0),
+		coalesce(sum(uid >= ?), 0)
+		FROM mail JOIN blobs b ON b.id = mail.blob_id WHERE mailbox_id = ?`, store.FlagSeen, m.FirstRecentUID, m.ID).
+		Scan(&st.Messages, &st.Unseen, &st.Size, &st.Recent)
 	if err != nil {
 		return store.MailboxStatus{}, fmt.Errorf("sqlite store: mailbox status %q: %w", n, err)
 	}
@@ -191,8 +209,16 @@ func (s *Store) CreateMailbox(ctx context.Context, accountID int64, name, specia
 			return err
 		}
 		m, err := createMailbox(w, accountID, n, specialUse)
+		if err != nil {
+			return err
+		}
 		out = m
-		return err
+		// The name may have been subscribed before it existed.
+		err = w.queryRow("SELECT "+subscribedCol+" FROM mailboxes WHERE id = ?", m.ID).Scan(&out.Subscribed)
+		if err != nil {
+			return fmt.Errorf("read subscription of %q: %w", n, err)
+		}
+		return nil
 	})
 	return out, err
 }
@@ -233,6 +259,7 @@ func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string)
 		if _, err := w.exec("DELETE FROM mailboxes WHERE id = ?", m.ID); err != nil {
 			return fmt.Errorf("delete mailbox: %w", err)
 		}
+		s.forgetRecent(m.ID)
 		w.publish(accountID, m.ID)
 		w.publish(accountID, 0)
 		return nil
@@ -327,6 +354,9 @@ func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to str
 				return fmt.Errorf("rename mailbox: %w", err)
 			}
 		}
+		if err := renameSubscriptions(w, accountID, f, t); err != nil {
+			return err
+		}
 		for _, p := range store.ParentNames(t) {
 			if _, err := mailboxByName(w, accountID, p); errors.Is(err, store.ErrNotFound) {
 				if _, err := insertMailbox(w, accountID, p, store.SpecialNone); err != nil {
@@ -364,23 +394,5 @@ func (s *Store) renameInbox(ctx context.Context, accountID int64, to string) err
 			return err
 		}
 		return expungeMail(w, inbox, rows)
-	})
-}
-
-func (s *Store) SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error {
-	n, err := store.NormalizeMailboxName(name)
-	if err != nil {
-		return err
-	}
-	return s.write(ctx, func(w *wtx) error {
-		res, err := w.exec("UPDATE mailboxes SET subscribed = ? WHERE account_id = ? AND name = ?", subscribed, accountID, n)
-		if err != nil {
-			return fmt.Errorf("set subscribed: %w", err)
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return fmt.Errorf("mailbox %q: %w", n, store.ErrNotFound)
-		}
-		w.publish(accountID, 0)
-		return nil
 	})
 }

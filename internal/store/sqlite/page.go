@@ -28,7 +28,8 @@ const pageQuery = `SELECT mail.uid, mail.flags, mail.keywords, mail.internal_dat
 	WHERE mail.mailbox_id = ? ORDER BY mail.uid DESC LIMIT ? OFFSET ?`
 
 // The counters of all mailboxes of an account in one pass over their rows.
-const countsQuery = `SELECT mb.id, mb.account_id, mb.name, mb.special_use, mb.subscribed,
+const countsQuery = `SELECT mb.id, mb.account_id, mb.name, mb.special_use,
+	EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id = mb.account_id AND s.name = mb.name),
 	mb.uidvalidity, mb.uidnext, mb.highestmodseq,
 	count(mail.uid), coalesce(sum(mail.flags & ? = 0), 0)
 	FROM mailboxes mb LEFT JOIN mail ON mail.mailbox_id = mb.id

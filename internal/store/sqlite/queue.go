@@ -52,10 +52,22 @@ func (s *Store) Enqueue(ctx context.Context, e store.QueueEntry, raw []byte) (st
 			if err != nil {
 				return err
 			}
+			// Queue IDs are never reused (the delivery log and the admin
+			// name messages by them): the next is above every ID handed
+			// out, kept in meta; a database from before that starts above
+			// the queue's and the delivery log's highest.
 			var id int64
-			if err := w.queryRow(`INSERT INTO queue (mail_from, account_id, blob_id, created, next_attempt, attempts, delay_notified)
-				VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-				e.MailFrom, e.AccountID, blobID, toMillis(e.Created), toMillis(e.NextAttempt), e.Attempts, e.DelayNotified).Scan(&id); err != nil {
+			if err := w.queryRow(`SELECT coalesce((SELECT value FROM meta WHERE key = 'queue_last_id'),
+				max(coalesce((SELECT max(id) FROM queue), 0), coalesce((SELECT max(queue_id) FROM delivery_env), 0))) + 1`).Scan(&id); err != nil {
+				return fmt.Errorf("next queue id: %w", err)
+			}
+			if _, err := w.exec(`INSERT INTO meta (key, value) VALUES ('queue_last_id', ?)
+				ON CONFLICT (key) DO UPDATE SET value = excluded.value`, id); err != nil {
+				return fmt.Errorf("next queue id: %w", err)
+			}
+			if _, err := w.exec(`INSERT INTO queue (id, mail_from, account_id, blob_id, created, next_attempt, attempts, delay_notified)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				id, e.MailFrom, e.AccountID, blobID, toMillis(e.Created), toMillis(e.NextAttempt), e.Attempts, e.DelayNotified); err != nil {
 				return fmt.Errorf("insert queue entry: %w", err)
 			}
 			for i, r := range e.Recipients {

@@ -444,6 +444,23 @@ CREATE TABLE mta_sts (
 	policy    TEXT NOT NULL
 );
 `,
+	// 13: IMAP subscriptions apart from the mailboxes (subscriptions.go,
+	// RFC 3501 §6.3.6): a subscribed name need not exist, and CREATE,
+	// DELETE no longer touch them. Mailboxes subscribed before keep their
+	// subscription. mailboxes.first_recent_uid is the lowest UID no
+	// session has claimed as \Recent (recent.go, RFC 3501 §2.3.2);
+	// existing mail is not recent.
+	`
+CREATE TABLE subscriptions (
+	account_id INTEGER NOT NULL REFERENCES accounts(id),
+	name       TEXT NOT NULL,
+	PRIMARY KEY (account_id, name)
+) WITHOUT ROWID;
+INSERT INTO subscriptions (account_id, name) SELECT account_id, name FROM mailboxes WHERE subscribed <> 0;
+ALTER TABLE mailboxes DROP COLUMN subscribed;
+ALTER TABLE mailboxes ADD COLUMN first_recent_uid INTEGER NOT NULL DEFAULT 1;
+UPDATE mailboxes SET first_recent_uid = uidnext;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

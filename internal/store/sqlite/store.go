@@ -118,6 +118,8 @@ type Store struct {
 	checkpoints atomic.Int64 // checkpoints done, for tests
 	// Statements of hot constant queries, prepared once (stmtcache.go).
 	rstmts, bstmts, wstmts stmtCache
+	// recent holds the \Recent claims of this process (recent.go).
+	recent recentFloors
 
 	ctx       context.Context // cancelled by Close
 	cancel    context.CancelFunc
@@ -293,6 +295,7 @@ func (s *Store) closeDBs() error {
 // closes every change-feed subscription and the database.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.flushRecent() // the last claims, before the writer stops
 		s.closeMu.Lock()
 		s.closed = true
 		close(s.jobs) // no sender can be inside submit now

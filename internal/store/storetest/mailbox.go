@@ -241,25 +241,6 @@ func testDeleteMailbox(t *testing.T, s store.Store) {
 	}
 }
 
-func testSubscribed(t *testing.T, s store.Store) {
-	c := ctx(t)
-	f := setup(t, s, 1)
-	acc := f.accounts[0].ID
-	if err := s.SetSubscribed(c, acc, "Sent", false); err != nil {
-		t.Fatalf("SetSubscribed: %v", err)
-	}
-	if m := f.mailbox(t, 0, "Sent"); m.Subscribed {
-		t.Fatalf("Sent still subscribed")
-	}
-	if err := s.SetSubscribed(c, acc, "Sent", true); err != nil {
-		t.Fatal(err)
-	}
-	if m := f.mailbox(t, 0, "Sent"); !m.Subscribed {
-		t.Fatalf("Sent not subscribed")
-	}
-	wantErr(t, "SetSubscribed missing", s.SetSubscribed(c, acc, "nope", true), store.ErrNotFound)
-}
-
 func testMailboxStatus(t *testing.T, s store.Store) {
 	c := ctx(t)
 	f := setup(t, s, 1)

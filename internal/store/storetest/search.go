@@ -193,13 +193,10 @@ type corpusMessage struct {
 // hundred real messages (mailing-list mail, ham and spam with charsets,
 // HTML and base64), for words of every frequency and header criteria.
 func testSearchCorpus(t *testing.T, s store.Store, settle SettleFunc) {
-	dir := corpusDir()
-	if dir == "" {
-		t.Skip("shared corpus not found (set PIMAIL_CORPUS)")
-	}
+	dir := corpusDir(t)
 	raws, err := readMboxPrefix(filepath.Join(dir, "mailbox", "mailbox-1k.mbox"), 250)
 	if err != nil {
-		t.Skipf("corpus mailbox: %v", err)
+		t.Fatalf("corpus mailbox: %v", err)
 	}
 	for _, sub := range []string{"ham", "spam", "edge"} {
 		m, _ := filepath.Glob(filepath.Join(dir, sub, "*.eml"))

@@ -19,13 +19,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"pimail/internal/store"
+	"pimail/internal/testcorpus"
 )
 
 // OpenFunc returns a new, empty store.
@@ -63,7 +62,8 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"RenameMailbox", testRenameMailbox},
 		{"RenameInbox", testRenameInbox},
 		{"DeleteMailbox", testDeleteMailbox},
-		{"Subscribed", testSubscribed},
+		{"Subscriptions", testSubscriptions},
+		{"Recent", testRecent},
 		{"MailboxStatus", testMailboxStatus},
 		{"RemoveAccount", testRemoveAccount},
 		{"BlobReleasedAfterExpunge", testBlobReleased},
@@ -74,6 +74,8 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"SCRAM", testSCRAM},
 		{"DKIMKeys", testDKIMKeys},
 		{"Queue", testQueue},
+		{"QueueIDsNotReused", testQueueIDsNotReused},
+		{"RemoveAccountLeavesAliases", testRemoveAccountLeavesAliases},
 		{"HeaderReads", testHeaderReads},
 		{"MailboxPage", testMailboxPage},
 		{"MailboxPageAttachment", testMailboxPageAttachment},
@@ -260,21 +262,12 @@ func mailboxNames(t *testing.T, s store.Store, accountID int64) []string {
 	return names
 }
 
-// corpusDir finds the shared corpus: $PIMAIL_CORPUS, or the shared/corpus
-// directory in a parent of the working directory.
-func corpusDir() string {
-	if d := os.Getenv("PIMAIL_CORPUS"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
+// corpusDir is the test corpus, testdata/corpus in the module.
+func corpusDir(t *testing.T) string {
+	t.Helper()
+	dir, err := testcorpus.Dir()
 	if err != nil {
-		return ""
+		t.Fatal(err)
 	}
-	for d := wd; d != filepath.Dir(d); d = filepath.Dir(d) {
-		c := filepath.Join(d, "shared", "corpus")
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			return c
-		}
-	}
-	return ""
+	return dir
 }
