@@ -238,7 +238,9 @@ func (s *Store) poll() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-		rows, _ := s.pool.Query(ctx, "SELECT id, account_id, name, subscribed, highestmodseq FROM mailboxes WHERE account_id = ANY($1)", accounts)
+		rows, _ := s.pool.Query(ctx, `SELECT id, account_id, name,
+			EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id = mailboxes.account_id AND s.name = mailboxes.name),
+			highestmodseq FROM mailboxes WHERE account_id = ANY($1)`, accounts)
 		now := map[int64]mailboxState{}
 		var id int64
 		var st mailboxState

@@ -447,19 +447,21 @@ func (s *Store) Subscriptions(ctx context.Context, accountID int64) ([]string, e
 }
 
 // ClaimRecent claims the unclaimed messages up to upTo (store.Recent):
-// one statement that reads the mailbox's first unclaimed UID under its
-// row's lock and moves it on, so that sessions on any node never claim
+// it reads the mailbox's first unclaimed UID under its row's lock and
+// moves it on, so that sessions on any node never claim
 // the same message. It commits without waiting for the WAL flush: a lost
 // claim only makes messages recent once more.
 func (s *Store) ClaimRecent(ctx context.Context, mailboxID int64, upTo uint32) (uint32, error) {
 	var first uint32
 	err := s.writeRelaxed(ctx, func(w *wtx) error {
-		err := w.queryRow(`WITH old AS (SELECT first_recent_uid FROM mailboxes WHERE id = $1 FOR UPDATE)
-			UPDATE mailboxes SET first_recent_uid = greatest(first_recent_uid, $2::bigint + 1) WHERE id = $1
-			RETURNING (SELECT first_recent_uid FROM old)`, mailboxID, int64(upTo)).Scan(&first)
+		err := w.queryRow("SELECT first_recent_uid FROM mailboxes WHERE id = $1 FOR UPDATE", mailboxID).Scan(&first)
 		if noRows(err) {
 			return fmt.Errorf("mailbox %d: %w", mailboxID, store.ErrNotFound)
 		}
+		if err != nil || first > upTo {
+			return err
+		}
+		_, err = w.exec("UPDATE mailboxes SET first_recent_uid = $2 WHERE id = $1", mailboxID, int64(upTo)+1)
 		return err
 	})
 	return first, err
