@@ -130,7 +130,7 @@ for mi in "${!mboxes[@]}"; do
 			2>"$tmp/server-pg.log" &
 		pgpid=$!
 		for _ in $(seq 300); do
-			grep -q 'pimail: ready' "$tmp/server-pg.log" && break
+			grep -qs 'pimail: ready' "$tmp/server-pg.log" && break
 			kill -0 "$pgpid" 2>/dev/null || { cat "$tmp/server-pg.log"; echo "pimail (PostgreSQL) exited"; exit 1; }
 			sleep 0.1
 		done
