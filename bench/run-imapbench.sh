@@ -106,6 +106,7 @@ fi
 for mi in "${!mboxes[@]}"; do
 	mbox=${mboxes[$mi]}
 	data="$tmp/data-$(basename "$mbox" .mbox)"
+	"$tmp/pimail" init --data "$data" >/dev/null
 	"$tmp/pimail" domain add --data "$data" localhost >/dev/null
 	"$tmp/pimail" account add --data "$data" --password bench-password-1 me@localhost >/dev/null
 	imap="127.0.0.1:${IMAP_PORT:-$(free_port)}"

@@ -108,6 +108,7 @@ run() {
 
 setup() { # DIR [--database URL]
 	local dir=$1; shift
+	(($#)) || "$tmp/pimail" init --data "$dir" >/dev/null
 	"$tmp/pimail" domain add --data "$dir" "$@" localhost >/dev/null
 	"$tmp/pimail" account add --data "$dir" "$@" --password bench-password-1 me@localhost >/dev/null
 }

@@ -42,6 +42,7 @@ url=$(head -1 "$tmp/pg.out")
 
 data="$tmp/data"
 pw=bench-password-1
+"$tmp/pimail" init --data "$data" >/dev/null
 "$tmp/pimail" domain add --data "$data" localhost >/dev/null
 "$tmp/pimail" account add --data "$data" --password "$pw" me@localhost >/dev/null
 echo "importing $(basename "$MBOX")"

@@ -153,3 +153,27 @@ func ChildNameRange(name string) (lo, hi string) {
 	last := sep[len(sep)-1]
 	return name + sep, name + sep[:len(sep)-1] + string(rune(last+1))
 }
+
+// NormalizeAlias checks an alias (address and targets, see AddAlias) and
+// returns its normalised address, domain and targets.
+func NormalizeAlias(address string, targets []string) (addr, domain string, norm []string, err error) {
+	_, domain, addr, err = NormalizeAddress(address, true)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if len(targets) == 0 {
+		return "", "", nil, fmt.Errorf("alias %q without targets: %w", addr, ErrInvalid)
+	}
+	norm = make([]string, 0, len(targets))
+	for _, t := range targets {
+		_, _, nt, err := NormalizeAddress(t, false)
+		if err != nil {
+			return "", "", nil, fmt.Errorf("alias %q target: %w", addr, err)
+		}
+		if nt == addr {
+			return "", "", nil, fmt.Errorf("alias %q targets itself: %w", addr, ErrInvalid)
+		}
+		norm = append(norm, nt)
+	}
+	return addr, domain, norm, nil
+}

@@ -283,23 +283,9 @@ func queryAccounts(ctx context.Context, q querier) ([]store.Account, error) {
 // exist; the address must not be an account. Targets already present are
 // ignored.
 func (s *Store) AddAlias(ctx context.Context, address string, targets []string) error {
-	_, dom, addr, err := store.NormalizeAddress(address, true)
+	addr, dom, norm, err := store.NormalizeAlias(address, targets)
 	if err != nil {
 		return err
-	}
-	if len(targets) == 0 {
-		return fmt.Errorf("alias %q without targets: %w", addr, store.ErrInvalid)
-	}
-	norm := make([]string, 0, len(targets))
-	for _, t := range targets {
-		_, _, nt, err := store.NormalizeAddress(t, false)
-		if err != nil {
-			return fmt.Errorf("alias %q target: %w", addr, err)
-		}
-		if nt == addr {
-			return fmt.Errorf("alias %q targets itself: %w", addr, store.ErrInvalid)
-		}
-		norm = append(norm, nt)
 	}
 	return s.write(ctx, func(w *wtx) error {
 		did, err := domainID(w, dom)
