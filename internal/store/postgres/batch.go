@@ -22,6 +22,13 @@ import (
 // messages are arriving concurrently, and the batcher waits groupWait for
 // more before it begins.
 //
+// A node runs several batchers (batchers), so that while one batch waits
+// for a mailbox's lock or its commit's flush, others write their blobs:
+// a message's search text and its trigram indexes are most of what a
+// delivery costs the database (docs/benchmarks.md), and one batcher
+// would leave a node's deliveries one core of it. Batchers of one node
+// relate to each other as those of different nodes do.
+//
 // Inside a batch, every blob is stored first; then the mailboxes are
 // taken in (account, name) order and the accounts' usage in account
 // order, the order every writer locks them in, so that two nodes' batches
@@ -32,6 +39,7 @@ import (
 const (
 	maxBatch  = 64
 	groupWait = time.Millisecond
+	batchers  = 4
 )
 
 // storeReq is one Deliver or Append waiting for the batcher.

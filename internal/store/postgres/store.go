@@ -140,8 +140,10 @@ func Open(url string, opts Options) (*Store, error) {
 		s.cancel()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.batcher()
+	for range batchers {
+		s.wg.Add(1)
+		go s.batcher()
+	}
 	if !opts.Admin && opts.CollectInterval > 0 {
 		s.wg.Add(1)
 		go s.collector()
