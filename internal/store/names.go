@@ -177,3 +177,44 @@ func NormalizeAlias(address string, targets []string) (addr, domain string, norm
 	}
 	return addr, domain, norm, nil
 }
+
+// ValidContact checks a card against the bounds of Contact: Href and UID
+// 1–255 bytes without line breaks or NUL (and Href without '/'), every
+// e-mail address and group likewise, the card and its name at most
+// MaxContactSize.
+func ValidContact(c Contact) bool {
+	ok := func(s string) bool { return s != "" && len(s) <= 255 && !strings.ContainsAny(s, "\x00\r\n") }
+	for _, l := range [][]string{c.Emails, c.Groups} {
+		for _, v := range l {
+			if !ok(v) {
+				return false
+			}
+		}
+	}
+	return ok(c.Href) && !strings.Contains(c.Href, "/") && ok(c.UID) && len(c.Card) <= MaxContactSize &&
+		len(c.Name) <= MaxContactSize && !strings.ContainsRune(c.Name, 0)
+}
+
+// ValidIdentity checks an identity against the bounds of Identity: an
+// address that is not blank, no field over MaxIdentityField, no negative
+// ID.
+func ValidIdentity(id Identity) bool {
+	return strings.TrimSpace(id.Address) != "" && len(id.Address) <= MaxIdentityField && len(id.Name) <= MaxIdentityField &&
+		len(id.Signature) <= MaxIdentityField && id.ID >= 0
+}
+
+// MaxSessionClient bounds Session.Client.
+const MaxSessionClient = 200
+
+// CutSessionClient shortens a session's Client to MaxSessionClient bytes
+// without splitting a character.
+func CutSessionClient(s string) string {
+	n := MaxSessionClient
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

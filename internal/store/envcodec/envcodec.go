@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -105,50 +106,83 @@ func (a *Arena) take(n int) []message.Address {
 	return a.block[k : k+n : k+n]
 }
 
+// reader reads the strings and counts of Encode's output; bad is set at
+// the first one that does not fit.
+type reader struct {
+	data []byte
+	i    int
+	bad  bool
+}
+
+func (r *reader) num() int {
+	if r.i < len(r.data) && r.data[r.i] < 0x80 { // the common one-byte varint
+		r.i++
+		return int(r.data[r.i-1])
+	}
+	v, n := binary.Uvarint(r.data[r.i:])
+	if n <= 0 || v > uint64(len(r.data)) {
+		r.bad = true
+		return 0
+	}
+	r.i += n
+	return int(v)
+}
+
+// str returns a view of the next string.
+func (r *reader) str() string {
+	l := r.num()
+	if r.bad || l > len(r.data)-r.i {
+		r.bad = true
+		return ""
+	}
+	if l == 0 {
+		return ""
+	}
+	v := unsafe.String(&r.data[r.i], l)
+	r.i += l
+	return v
+}
+
+func newReader(data []byte) (reader, error) {
+	if len(data) == 0 || data[0] != version {
+		return reader{}, ErrMalformed
+	}
+	return reader{data: data, i: 1}, nil
+}
+
+// IDs returns the In-Reply-To and Message-ID fields of Encode's output
+// (copies), without decoding the rest.
+func IDs(data []byte) (inReplyTo, messageID string, err error) {
+	r, err := newReader(data)
+	if err != nil {
+		return "", "", err
+	}
+	r.str() // Date
+	r.str() // Subject
+	inReplyTo, messageID = strings.Clone(r.str()), strings.Clone(r.str())
+	if r.bad {
+		return "", "", ErrMalformed
+	}
+	return inReplyTo, messageID, nil
+}
+
 // DecodeShared decodes Encode's output without copying
 // it: every string of the result is a view of data, which the caller must
 // never change afterwards, and the address lists come from addrs.
 func DecodeShared(data []byte, addrs *Arena) (message.Envelope, error) {
 	var e message.Envelope
-	if len(data) == 0 || data[0] != version {
-		return e, ErrMalformed
+	r, err := newReader(data)
+	if err != nil {
+		return e, err
 	}
-	i := 1
-	bad := false
-	num := func() int {
-		if i < len(data) && data[i] < 0x80 { // the common one-byte varint
-			i++
-			return int(data[i-1])
-		}
-		v, n := binary.Uvarint(data[i:])
-		if n <= 0 || v > uint64(len(data)) {
-			bad = true
-			return 0
-		}
-		i += n
-		return int(v)
-	}
-	str := func() string {
-		l := num()
-		if bad || l > len(data)-i {
-			bad = true
-			return ""
-		}
-		if l == 0 {
-			return ""
-		}
-		v := unsafe.String(&data[i], l)
-		i += l
-		return v
-	}
-	e.Date = str()
-	e.Subject = str()
-	e.InReplyTo = str()
-	e.MessageID = str()
+	e.Date = r.str()
+	e.Subject = r.str()
+	e.InReplyTo = r.str()
+	e.MessageID = r.str()
 	var lists [6][]message.Address
 	for li := range lists {
-		c := num()
-		if bad || c > len(data)-i { // each address takes at least 5 bytes
+		c := r.num()
+		if r.bad || c > len(data)-r.i { // each address takes at least 5 bytes
 			return message.Envelope{}, ErrMalformed
 		}
 		if c == 0 {
@@ -156,22 +190,22 @@ func DecodeShared(data []byte, addrs *Arena) (message.Envelope, error) {
 		}
 		l := addrs.take(c)
 		for j := range l {
-			if i >= len(data) {
+			if r.i >= len(data) {
 				return message.Envelope{}, ErrMalformed
 			}
 			a := &l[j]
-			a.End = data[i]&1 != 0
-			route := data[i]&2 != 0
-			i++
-			a.Name, a.Mailbox, a.Host, a.Group = str(), str(), str(), str()
+			a.End = data[r.i]&1 != 0
+			route := data[r.i]&2 != 0
+			r.i++
+			a.Name, a.Mailbox, a.Host, a.Group = r.str(), r.str(), r.str(), r.str()
 			a.Route = "" // the slot may be reused: no route left from an earlier message
 			if route {
-				a.Route = str()
+				a.Route = r.str()
 			}
 		}
 		lists[li] = l
 	}
-	if bad {
+	if r.bad {
 		return message.Envelope{}, ErrMalformed
 	}
 	e.From, e.Sender, e.ReplyTo, e.To, e.Cc, e.Bcc = lists[0], lists[1], lists[2], lists[3], lists[4], lists[5]

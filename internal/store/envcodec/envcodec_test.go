@@ -59,6 +59,9 @@ func TestCompactEnvelope(t *testing.T) {
 		if !reflect.DeepEqual(got, env) {
 			t.Fatalf("message %d: decoded\n%+v\nwant\n%+v", i, got, env)
 		}
+		if irt, mid, err := IDs(enc); err != nil || irt != env.InReplyTo || mid != env.MessageID {
+			t.Fatalf("message %d: IDs %q %q %v, want %q %q", i, irt, mid, err, env.InReplyTo, env.MessageID)
+		}
 		if len(env.From) > 0 {
 			withAddrs++
 		}

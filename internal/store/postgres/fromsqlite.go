@@ -45,6 +45,7 @@ type Counts struct {
 	Domains, Accounts, Aliases, Mailboxes, Messages, Blobs, Tombstones int64
 	BlobBytes                                                          int64
 	Queue, DeliveryLog, SieveScripts, Prefs, Sessions, SpamModels      int64
+	Contacts, Identities                                               int64
 }
 
 // source is an open snapshot of an SQLite data directory.
@@ -115,6 +116,8 @@ func (s *source) counts(ctx context.Context) (Counts, error) {
 		{&c.Prefs, "SELECT count(*) FROM prefs"},
 		{&c.Sessions, "SELECT count(*) FROM sessions"},
 		{&c.SpamModels, "SELECT count(*) FROM spam_models"},
+		{&c.Contacts, "SELECT count(*) FROM contacts"},
+		{&c.Identities, "SELECT count(*) FROM identities"},
 	} {
 		n, err := s.count(ctx, q.sql)
 		if err != nil {
@@ -138,8 +141,9 @@ func TargetCounts(ctx context.Context, url string) (Counts, error) {
 		(SELECT count(*) FROM blobs WHERE refcount > 0), (SELECT coalesce(sum(size), 0)::bigint FROM blobs WHERE refcount > 0),
 		(SELECT count(*) FROM expunged), (SELECT count(*) FROM queue), (SELECT count(*) FROM delivery_log),
 		(SELECT count(*) FROM sieve_scripts), (SELECT count(*) FROM prefs), (SELECT count(*) FROM sessions),
-		(SELECT count(*) FROM spam_models)`).Scan(&c.Domains, &c.Accounts, &c.Aliases, &c.Mailboxes, &c.Messages,
-		&c.Blobs, &c.BlobBytes, &c.Tombstones, &c.Queue, &c.DeliveryLog, &c.SieveScripts, &c.Prefs, &c.Sessions, &c.SpamModels)
+		(SELECT count(*) FROM spam_models), (SELECT count(*) FROM contacts), (SELECT count(*) FROM identities)`).
+		Scan(&c.Domains, &c.Accounts, &c.Aliases, &c.Mailboxes, &c.Messages, &c.Blobs, &c.BlobBytes, &c.Tombstones,
+			&c.Queue, &c.DeliveryLog, &c.SieveScripts, &c.Prefs, &c.Sessions, &c.SpamModels, &c.Contacts, &c.Identities)
 	return c, err
 }
 
@@ -245,18 +249,23 @@ var stateTables = []table{
 	{"SELECT account_id, handle, sender, replied FROM sieve_vacation", "sieve_vacation",
 		[]string{"account_id", "handle", "sender", "replied"}, "ibbi"},
 	{"SELECT account_id, app, doc, version FROM prefs", "prefs", []string{"account_id", "app", "doc", "version"}, "itbi"},
-	{"SELECT app, id, account_id, csrf, created, last_seen, expires FROM sessions", "sessions",
-		[]string{"app", "id", "account_id", "csrf", "created", "last_seen", "expires"}, "ttitiii"},
+	{"SELECT app, id, account_id, csrf, created, last_seen, expires, client FROM sessions", "sessions",
+		[]string{"app", "id", "account_id", "csrf", "created", "last_seen", "expires", "client"}, "ttitiiib"},
 	{"SELECT account_id, data, version FROM spam_models", "spam_models", []string{"account_id", "data", "version"}, "ibi"},
 	{"SELECT blob_id, account_id, spam FROM junk_ledger WHERE blob_id IN (SELECT id FROM blobs WHERE " + liveBlobs + ")",
 		"junk_ledger", []string{"blob_id", "account_id", "spam"}, "iiB"},
 	{"SELECT name, value FROM secrets", "secrets", []string{"name", "value"}, "tb"},
 	{"SELECT domain_id, policy FROM mta_sts", "mta_sts", []string{"domain_id", "policy"}, "it"},
+	{"SELECT account_id, version FROM address_books", "address_books", []string{"account_id", "version"}, "ii"},
+	{"SELECT account_id, href, uid, card, name, emails, categories, version, modified FROM contacts", "contacts",
+		[]string{"account_id", "href", "uid", "card", "name", "emails", "categories", "version", "modified"}, "ittbtttii"},
+	{"SELECT id, account_id, address, address_lc, name, signature FROM identities", "identities",
+		[]string{"id", "account_id", "address", "address_lc", "name", "signature"}, "iitttt"},
 }
 
 // identityTables have IDs that the copy set; their sequences move past
 // them.
-var identityTables = []string{"domains", "accounts", "mailboxes", "blobs", "queue", "delivery_log"}
+var identityTables = []string{"domains", "accounts", "mailboxes", "blobs", "queue", "delivery_log", "identities"}
 
 // copyTable copies one table with COPY.
 func (s *source) copyTable(ctx context.Context, tx pgx.Tx, t table) (int64, error) {

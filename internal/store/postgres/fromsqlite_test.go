@@ -80,6 +80,20 @@ func TestCopyFromSQLite(t *testing.T) {
 	if err := src.LogDelivery(c, []store.DeliveryLogEntry{{Direction: store.DirectionIn, From: "x@y.z", To: a.Address, Result: store.ResultAccepted}}); err != nil {
 		t.Fatal(err)
 	}
+	card, err := src.PutContact(c, a.ID, store.Contact{Href: "x.vcf", UID: "x", Card: []byte("BEGIN:VCARD\r\nEND:VCARD\r\n"),
+		Name: "X", Emails: []string{"x@remote.example"}, Groups: []string{"friends"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, err := src.PutIdentity(c, a.ID, store.Identity{Address: "A@example.org", Name: "A", Signature: "-- \nA"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(time.Now().UnixMilli())
+	if err := src.CreateSession(c, store.Session{App: "webmail", ID: "s1", AccountID: a.ID, CSRF: "t", Created: now,
+		LastSeen: now, Expires: now.Add(time.Hour), Client: "Firefox on Linux"}, 0); err != nil {
+		t.Fatal(err)
+	}
 	snap := filepath.Join(t.TempDir(), "snap")
 	if _, err := src.Snapshot(c, snap, sqlite.SnapshotOptions{}); err != nil {
 		t.Fatal(err)
@@ -151,6 +165,21 @@ func TestCopyFromSQLite(t *testing.T) {
 	if l, u, _ := dst.Quota(c, a.ID); l != 0 || u != sumSizes(t, dst, a.ID) {
 		t.Fatalf("usage after the copy %d, the mailboxes hold %d", u, sumSizes(t, dst, a.ID))
 	}
+	if got, err := dst.Contact(c, a.ID, "x.vcf"); err != nil || !reflect.DeepEqual(got, card) {
+		t.Fatalf("contact after the copy: %+v, %v; want %+v", got, err, card)
+	}
+	if _, err := dst.PutContact(c, a.ID, store.Contact{Href: "y.vcf", UID: "y"}, 0); err != nil {
+		t.Fatalf("a new contact after the copy: %v", err)
+	}
+	if _, err := dst.PutContact(c, a.ID, card, card.Version); err != nil {
+		t.Fatalf("a contact's update after the copy: %v", err)
+	}
+	if ids, err := dst.Identities(c, a.ID); err != nil || len(ids) != 1 || ids[0] != ident {
+		t.Fatalf("identities after the copy: %+v, %v; want %+v", ids, err, ident)
+	}
+	if l, err := dst.AccountSessions(c, "webmail", a.ID, now); err != nil || len(l) != 1 || l[0].Client != "Firefox on Linux" {
+		t.Fatalf("sessions after the copy: %+v, %v", l, err)
+	}
 	// New mail goes on with the next UID, and new rows get new IDs.
 	d, err := dst.Deliver(c, store.Delivery{Raw: testMessage(1000), Recipients: []store.Recipient{{AccountID: a.ID}}})
 	if err != nil || d[0].UID != inbox.UIDNext {
@@ -158,6 +187,9 @@ func TestCopyFromSQLite(t *testing.T) {
 	}
 	if _, err := dst.AddAccount(c, "c@example.org", "h"); err != nil {
 		t.Fatalf("AddAccount after the copy: %v", err)
+	}
+	if id, err := dst.PutIdentity(c, a.ID, store.Identity{Address: "a2@example.org"}); err != nil || id.ID <= ident.ID {
+		t.Fatalf("PutIdentity after the copy: %+v, %v", id, err)
 	}
 	// A difference is found.
 	if _, err := dst.pool.Exec(c, "UPDATE mail SET flags = flags # 1 WHERE mailbox_id = $1 AND uid = 1", inbox.ID); err != nil {

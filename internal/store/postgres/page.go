@@ -22,10 +22,23 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 	if limit == 0 {
 		return nil, nil
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT m.uid, m.flags, m.keywords, m.internal_date, b.size,
-		i.subject, i.from_addr, i.to_addr, i.date, i.date_offset, i.has_attachment
+	rows, _ := s.pool.Query(ctx, `SELECT `+listItemCols+`
 		FROM mail m JOIN blobs b ON b.id = m.blob_id JOIN blob_meta i ON i.blob_id = m.blob_id
 		WHERE m.mailbox_id = $1 ORDER BY m.uid DESC LIMIT $2 OFFSET $3`, mailboxID, limit, offset)
+	out, err := scanListItems(rows, limit)
+	if err != nil {
+		return nil, storeErr(fmt.Errorf("mailbox page: %w", err))
+	}
+	return out, nil
+}
+
+// listItemCols are the columns of a list row, from mail m, blobs b and
+// blob_meta i, as scanListItems reads them.
+const listItemCols = `m.uid, m.flags, m.keywords, m.internal_date, b.size,
+	i.subject, i.from_addr, i.to_addr, i.date, i.date_offset, i.has_attachment`
+
+// scanListItems reads the rows of a query of listItemCols.
+func scanListItems(rows pgx.Rows, limit int) ([]store.ListItem, error) {
 	out := make([]store.ListItem, 0, min(limit, 200))
 	var (
 		it                store.ListItem
@@ -34,29 +47,34 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 		date              *int64
 		offsetSecs        int32
 		subject, from, to []byte
-		zones             = map[int32]*time.Location{}
+		zs                = zones{}
 	)
 	_, err := pgx.ForEachRow(rows, []any{&it.UID, &it.Flags, &kws, &idate, &it.Size, &subject, &from, &to, &date, &offsetSecs, &it.HasAttachment}, func() error {
 		item := it
 		item.Subject, item.From, item.To = string(subject), string(from), string(to)
 		item.Keywords = store.SplitKeywords(kws)
 		item.InternalDate = time.Unix(idate, 0)
-		item.Date = time.Time{}
-		if date != nil {
-			z, ok := zones[offsetSecs]
-			if !ok {
-				z = time.FixedZone("", int(offsetSecs))
-				zones[offsetSecs] = z
-			}
-			item.Date = time.Unix(*date, 0).In(z)
-		}
+		item.Date = zs.at(date, offsetSecs)
 		out = append(out, item)
 		return nil
 	})
-	if err != nil {
-		return nil, storeErr(fmt.Errorf("mailbox page: %w", err))
+	return out, err
+}
+
+// zones shares the fixed zones of Date fields within one query.
+type zones map[int32]*time.Location
+
+// at is the Date field at unix (nil: none) in its zone.
+func (z zones) at(unix *int64, offset int32) time.Time {
+	if unix == nil {
+		return time.Time{}
 	}
-	return out, nil
+	loc, ok := z[offset]
+	if !ok {
+		loc = time.FixedZone("", int(offset))
+		z[offset] = loc
+	}
+	return time.Unix(*unix, 0).In(loc)
 }
 
 // MailboxCounts returns the account's mailboxes with their counters, in

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"pimail/internal/store"
 )
 
@@ -160,9 +162,9 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session, maxPerAccou
 				return fmt.Errorf("bound sessions: %w", err)
 			}
 		}
-		tag, err := w.exec(`INSERT INTO sessions (app, id, account_id, csrf, created, last_seen, expires)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`, ss.App, ss.ID, ss.AccountID, ss.CSRF,
-			ss.Created.UnixMilli(), ss.LastSeen.UnixMilli(), ss.Expires.UnixMilli())
+		tag, err := w.exec(`INSERT INTO sessions (app, id, account_id, csrf, created, last_seen, expires, client)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`, ss.App, ss.ID, ss.AccountID, ss.CSRF,
+			ss.Created.UnixMilli(), ss.LastSeen.UnixMilli(), ss.Expires.UnixMilli(), []byte(store.CutSessionClient(ss.Client)))
 		if err != nil {
 			return fmt.Errorf("insert session: %w", err)
 		}
@@ -177,10 +179,11 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session, maxPerAccou
 func (s *Store) Session(ctx context.Context, app, id string, now time.Time) (store.Session, error) {
 	ss := store.Session{App: app, ID: id}
 	var created, lastSeen, expires int64
-	err := s.readRow(ctx, `SELECT s.account_id, a.address, s.csrf, s.created, s.last_seen, s.expires
+	var client []byte
+	err := s.readRow(ctx, `SELECT s.account_id, a.address, s.csrf, s.created, s.last_seen, s.expires, s.client
 		FROM sessions s JOIN accounts a ON a.id = s.account_id
 		WHERE s.app = $1 AND s.id = $2 AND s.expires > $3`, app, id, now.UnixMilli()).
-		Scan(&ss.AccountID, &ss.Address, &ss.CSRF, &created, &lastSeen, &expires)
+		Scan(&ss.AccountID, &ss.Address, &ss.CSRF, &created, &lastSeen, &expires, &client)
 	if noRows(err) {
 		return store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
 	}
@@ -188,6 +191,7 @@ func (s *Store) Session(ctx context.Context, app, id string, now time.Time) (sto
 		return store.Session{}, storeErr(fmt.Errorf("session: %w", err))
 	}
 	ss.Created, ss.LastSeen, ss.Expires = time.UnixMilli(created), time.UnixMilli(lastSeen), time.UnixMilli(expires)
+	ss.Client = string(client)
 	return ss, nil
 }
 
@@ -220,6 +224,27 @@ func (s *Store) DeleteAccountSessions(ctx context.Context, app string, accountID
 		}
 		return nil
 	})
+}
+
+// AccountSessions lists an account's live sessions of app, most recently
+// seen first.
+func (s *Store) AccountSessions(ctx context.Context, app string, accountID int64, now time.Time) ([]store.Session, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT s.id, a.address, s.csrf, s.created, s.last_seen, s.expires, s.client
+		FROM sessions s JOIN accounts a ON a.id = s.account_id
+		WHERE s.app = $1 AND s.account_id = $2 AND s.expires > $3 ORDER BY s.last_seen DESC, s.id`, app, accountID, now.UnixMilli())
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Session, error) {
+		ss := store.Session{App: app, AccountID: accountID}
+		var created, lastSeen, expires int64
+		var client []byte
+		err := r.Scan(&ss.ID, &ss.Address, &ss.CSRF, &created, &lastSeen, &expires, &client)
+		ss.Created, ss.LastSeen, ss.Expires = time.UnixMilli(created), time.UnixMilli(lastSeen), time.UnixMilli(expires)
+		ss.Client = string(client)
+		return ss, err
+	})
+	if err != nil {
+		return nil, storeErr(fmt.Errorf("sessions of account %d: %w", accountID, err))
+	}
+	return out, nil
 }
 
 // SpamModel returns a stored model and its version.
