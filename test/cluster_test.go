@@ -18,9 +18,7 @@ import (
 // nodes, and every message must land in INBOX.
 func clusterNodes(t *testing.T, n int, locals ...string) ([]*Server, []string) {
 	t.Helper()
-	onPostgres = true
-	first := NewServer(t, "[spam]\nenabled = false\n")
-	onPostgres = false
+	first := newServer(t, "[spam]\nenabled = false\n", true)
 	users := first.AddAccounts(locals...)
 	nodes := []*Server{first}
 	for range n - 1 {

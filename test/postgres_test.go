@@ -1,9 +1,9 @@
 package blackbox
 
 import (
+	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"pimail/internal/pgtest"
 )
@@ -16,11 +16,17 @@ var (
 	pgOnce sync.Once
 	pgSrv  *pgtest.Server
 	pgErr  error
-	// onPostgres, while on, makes NewServer put the store of every
-	// server it makes in a new PostgreSQL database (TestOnPostgres;
-	// the tests here run one at a time).
-	onPostgres bool
+	// pgTests records the tests that made a PostgreSQL database.
+	pgTests sync.Map
 )
+
+// onPostgres reports whether NewServer puts the store of the servers of
+// test t in PostgreSQL: for the subtests of TestOnPostgres. It goes by
+// the test's name, not by a switch, because most of those tests run in
+// parallel (t.Parallel), after TestOnPostgres's loop has ended.
+func onPostgres(t *testing.T) bool {
+	return strings.HasPrefix(t.Name(), "TestOnPostgres/")
+}
 
 // postgresDatabase returns the URL of a new database.
 func postgresDatabase(t *testing.T) string {
@@ -31,7 +37,9 @@ func postgresDatabase(t *testing.T) string {
 	if pgErr != nil && pgErr != pgtest.ErrNoPostgres {
 		t.Fatalf("start PostgreSQL: %v", pgErr)
 	}
-	return pgtest.Database(t, pgSrv)
+	u := pgtest.Database(t, pgSrv)
+	pgTests.Store(t.Name(), true)
+	return u
 }
 
 func stopPostgres() {
@@ -48,8 +56,10 @@ func stopPostgres() {
 // against a brute-force scan (SearchBruteForce), POP3 (InteropPOP3Poplib),
 // submission (SubmissionClients), SCRAM (SCRAMIMAPPOP3), quotas
 // (IMAPQuotaCopyMove), the outbound queue with SRS (ForwardSRS),
-// ManageSieve and Sieve (SieveThroughTheBinary) and the webmail with its
-// sessions (WebmailSessionSurvivesRestart). The tests that look into a
+// ManageSieve and Sieve (SieveThroughTheBinary), the webmail with its
+// sessions (WebmailSessionSurvivesRestart) and the address book over
+// CardDAV and the webmail (CardDAVVdirsyncer). Each must have made its
+// servers on PostgreSQL. The tests that look into a
 // data directory's files (crash, backup, upgrade, disk full, single copy)
 // stay on SQLite; the cluster tests (cluster_test.go) kill nodes on
 // PostgreSQL.
@@ -71,14 +81,26 @@ func TestOnPostgres(t *testing.T) {
 		{"ForwardSRS", TestForwardSRS},
 		{"SieveThroughTheBinary", TestSieveThroughTheBinary},
 		{"WebmailSessionSurvivesRestart", TestWebmailSessionSurvivesRestart},
+		{"CardDAVVdirsyncer", TestCardDAVVdirsyncer},
 	}
+	var ran sync.Map
+	// After the parallel subtests have ended (without PostgreSQL
+	// installed they skip, see pgtest.Need).
+	t.Cleanup(func() {
+		if _, err := pgtest.BinDir(); err != nil || t.Failed() {
+			return
+		}
+		ran.Range(func(name, _ any) bool {
+			if _, ok := pgTests.Load(name); !ok {
+				t.Errorf("%s made no server on PostgreSQL", name)
+			}
+			return true
+		})
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			onPostgres = true
-			defer func() { onPostgres = false }()
-			start := time.Now()
+			ran.Store(t.Name(), true)
 			tc.fn(t)
-			t.Logf("on PostgreSQL in %v", time.Since(start).Round(time.Millisecond))
 		})
 	}
 }

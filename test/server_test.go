@@ -32,7 +32,7 @@ type Server struct {
 	IMAP   string // host:port
 	Config string // path of a config file, or ""
 	// Database is the PostgreSQL URL of the store ("": SQLite in Data);
-	// NewServer sets it while onPostgres is on (postgres_test.go).
+	// NewServer sets it for the tests onPostgres names (postgres_test.go).
 	Database string
 	// Hostname is given to serve as --hostname; "" means test.local.
 	Hostname string
@@ -54,8 +54,15 @@ type serverProc struct {
 // file given to serve. The server is not started.
 func NewServer(t *testing.T, config string) *Server {
 	t.Helper()
+	return newServer(t, config, onPostgres(t))
+}
+
+// newServer is NewServer with the store in a new PostgreSQL database when
+// pg is true.
+func newServer(t *testing.T, config string, pg bool) *Server {
+	t.Helper()
 	s := &Server{t: t, Data: filepath.Join(t.TempDir(), "data")}
-	if onPostgres {
+	if pg {
 		s.Database = postgresDatabase(t)
 	}
 	s.SMTP = freeAddr(t)
