@@ -198,9 +198,6 @@ func (s *Server) URL(db string) string {
 	return fmt.Sprintf("postgres://pimail@/%s?host=%s&port=%d", db, s.sockDir, port)
 }
 
-// PID is the postmaster's process ID.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
-
 // CreateDatabase creates a new, empty database and returns its URL.
 func (s *Server) CreateDatabase(ctx context.Context) (string, error) {
 	name := fmt.Sprintf("t%d", s.n.Add(1))

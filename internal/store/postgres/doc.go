@@ -33,8 +33,8 @@
 //
 // A commit returns once PostgreSQL has flushed it (synchronous_commit as
 // the server has it, on by default; with synchronous replication also on
-// a standby). Deliver and Append of concurrent callers share one
-// transaction (batch.go). TouchSession and the delivery log commit with
+// a standby). Deliver and Append of concurrent callers share
+// transactions, a few batches at a time (batch.go). TouchSession and the delivery log commit with
 // synchronous_commit off: a crash of the database server can take back
 // their last fraction of a second, and nothing else. Expunge and
 // StoreFlags are durable here (unlike store/sqlite's relaxed class): a

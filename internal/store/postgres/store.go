@@ -322,6 +322,4 @@ func (s *Store) readRow(ctx context.Context, q string, args ...any) pgx.Row {
 // noRows reports pgx's "no rows" error.
 func noRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
 
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
-
 func isExists(err error) bool { return errors.Is(err, store.ErrExists) }
