@@ -96,6 +96,9 @@ type Config struct {
 	ConnectionRate int
 	// LimitLoopback holds loopback clients to the per-address limits.
 	LimitLoopback bool
+	// Junk, when non-nil, learns the junk decisions that COPY, MOVE and
+	// STORE express (junktrain.go).
+	Junk JunkTrainer
 }
 
 func (c Config) withDefaults() Config {
