@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,19 @@ vacation :days 1 :subject "Out of office" "I am away until Monday.";
 	sel, err := alice.Select("Lists/news", nil).Wait()
 	if err != nil || sel.NumMessages != 1 {
 		t.Fatalf("SELECT Lists/news: %v %+v", err, sel)
+	}
+	// The mailbox :create made is subscribed (RFC 5490 §3.2), so that
+	// clients showing only subscribed mailboxes show it.
+	subs, err := alice.List("", "*", &imap.ListOptions{SelectSubscribed: true}).Collect()
+	if err != nil {
+		t.Fatalf("LIST (SUBSCRIBED): %v", err)
+	}
+	var names []string
+	for _, m := range subs {
+		names = append(names, m.Mailbox)
+	}
+	if !slices.Contains(names, "Lists/news") {
+		t.Errorf("Lists/news, made by fileinto :create, is not subscribed: %q", names)
 	}
 	var one imap.SeqSet
 	one.AddNum(1)
