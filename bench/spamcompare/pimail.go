@@ -44,7 +44,7 @@ type server struct {
 	samplerFinished chan struct{}
 }
 
-// setupPimail builds the data directory: domain, account, and the base
+// setupPimail creates the data directory (pimail init) with a domain, an account and the base
 // model trained with `pimail spam train --base` on list (a train.txt-like
 // file); with list "" the base model is not trained and pimail uses the
 // one it ships with.
@@ -57,6 +57,9 @@ func setupPimail(bin, data, list string) (trainOut string, err error) {
 			return string(out), fmt.Errorf("pimail %s: %w: %s", strings.Join(args, " "), err, out)
 		}
 		return string(out), nil
+	}
+	if _, err := run("", "init", "--data", data); err != nil {
+		return "", err
 	}
 	if _, err := run("", "domain", "add", "--data", data, "bench.test"); err != nil {
 		return "", err
