@@ -186,3 +186,22 @@ func hasFlag(flags []imap.Flag, f imap.Flag) bool {
 	}
 	return false
 }
+
+// putSieve uploads script with sieve-connect (ManageSieve over STARTTLS)
+// and makes it user's active script.
+func putSieve(t *testing.T, addr, user, script string) {
+	t.Helper()
+	tool := requireTool(t, "sieve-connect")
+	host, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.sieve"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"--localsieve s.sieve --remotesieve s --upload", "--remotesieve s --activate"} {
+		cmd := fmt.Sprintf("echo %s | %s --server %s --port %s --nosrv --user %s --passwordfd 0 --notlsverify --tlshostname test.local %s",
+			testPassword, tool, host, port, user, step)
+		if out, err := runToolErr(time.Minute, dir, nil, "sh", "-c", cmd); err != nil {
+			t.Fatalf("sieve-connect %s: %v\n%s", step, err, out)
+		}
+	}
+}

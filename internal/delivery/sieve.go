@@ -30,7 +30,8 @@ import (
 //     hidden from the many clients that show only subscribed mailboxes.
 //   - redirect sends the message as received through the outbound queue
 //     (local targets through this pipeline), with an SRS envelope sender
-//     like alias forwarding, before anything is stored; a failure defers
+//     and an ARC seal of the account's domain like alias forwarding,
+//     before anything is stored; a failure defers
 //     the message. Loops are cut by the X-Sieve-Redirected-From field
 //     each redirect adds (an account never redirects a message it
 //     redirected before) and by the Received count (MaxHops); a redirect
@@ -327,6 +328,10 @@ func (p *Pipeline) redirect(ctx context.Context, log *slog.Logger, m sieveMessag
 		return false
 	}
 	raw := append([]byte(redirectedHeader+": "+account+"\r\n"), m.received...)
+	// Sealed like alias forwarding, by the account's domain, so that the
+	// next receiver can trust the results from before the envelope
+	// changed (RFC 8617; forward.go).
+	raw = p.seal(ctx, log, message.DomainOf(account), raw, m.auth)
 	from := m.env.MailFrom
 	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(message.DomainOf(from)) {
 		from = p.srs.Forward(from, message.DomainOf(account)) // SRS, as for alias forwarding
