@@ -31,11 +31,11 @@ import (
 //   - redirect sends the message as received through the outbound queue
 //     (local targets through this pipeline), with an SRS envelope sender
 //     and an ARC seal of the account's domain like alias forwarding,
-//     before anything is stored; a failure defers
-//     the message. Loops are cut by the X-Sieve-Redirected-From field
-//     each redirect adds (an account never redirects a message it
-//     redirected before) and by the Received count (MaxHops); a redirect
-//     cut this way keeps the message instead.
+//     before anything is stored; a failure defers the message. Loops
+//     are cut by the X-Sieve-Redirected-From field each redirect adds
+//     (an account never redirects a message it redirected before) and by
+//     the Received count (MaxHops); a redirect cut this way keeps the
+//     message instead.
 //   - reject and ereject (RFC 5429): when every recipient refuses, the
 //     SMTP client gets 550 5.7.1 with the reason (RFC 5429 §2.1.1). When
 //     only some do, or the message came from inside, the sender gets a

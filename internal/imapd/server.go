@@ -16,8 +16,7 @@
 // (RFC 5256), SORT=DISPLAY (RFC 5957), ESORT, CONTEXT=SEARCH and
 // CONTEXT=SORT (RFC 5267), COMPRESS=DEFLATE (RFC 4978), OBJECTID (RFC
 // 8474, objectid.go) and QUOTA (RFC 9208, without resource limits for
-// now). docs/conformance.md has what
-// Dovecot's imaptest says of them.
+// now). docs/conformance.md has what Dovecot's imaptest says of them.
 package imapd
 
 import (
