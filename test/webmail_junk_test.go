@@ -121,7 +121,9 @@ func markInWebmail(t *testing.T, srv *Server, l Listeners, user string) {
 		if m := regexp.MustCompile(`<meta name="csrf" content="([^"]+)"`).FindStringSubmatch(body); m != nil {
 			csrf = m[1]
 		}
-		rows := regexp.MustCompile(`<a href="/msg/`+box+`/(\d+)">([^<]*)</a>`).FindAllStringSubmatch(body, -1)
+		// A row names its message in data-href; the subject's link opens
+		// it in the reading pane.
+		rows := regexp.MustCompile(`data-href="/msg/`+box+`/(\d+)"[^>]*>(?s:.*?)<td class="subj"><a href="[^"]*">([^<]*)</a>`).FindAllStringSubmatch(body, -1)
 		for _, r := range rows {
 			switch {
 			case strings.HasPrefix(r[2], "toolchain release notes"):

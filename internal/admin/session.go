@@ -166,7 +166,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("admin login: end the old session", "err", err)
 		}
 	}
-	sess, err := s.sessions.Create(r.Context(), acct.ID, acct.Address, s.now())
+	sess, err := s.sessions.Create(r.Context(), acct.ID, acct.Address, websession.Describe(r), s.now())
 	if err != nil {
 		s.log.Error("admin login", "err", err)
 		s.renderLogin(w, http.StatusInternalServerError, "Login is not possible right now.")

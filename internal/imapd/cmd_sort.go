@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pimail/internal/imapwire"
+	"pimail/internal/mailthread"
 	"pimail/internal/message"
 	"pimail/internal/store"
 )
@@ -15,12 +16,11 @@ import (
 // sortItem is one matching message with the values SORT and THREAD
 // compare, all taken from the index (never from the message bytes).
 type sortItem struct {
-	idx    int // view index: the final tie-break (RFC 5256 §3)
-	meta   store.MessageMeta
-	sent   time.Time // Date:, or INTERNALDATE when missing (RFC 5256 §2.2)
-	keys   []string  // string sort keys, one per criterion (unused slots empty)
-	base   string    // base subject, for SUBJECT and THREAD
-	isRepl bool      // the subject marked a reply or forward
+	idx  int // view index: the final tie-break (RFC 5256 §3)
+	meta store.MessageMeta
+	sent time.Time // Date:, or INTERNALDATE when missing (RFC 5256 §2.2)
+	keys []string  // string sort keys, one per criterion (unused slots empty)
+	base string    // base subject (RFC 5256 §2.1), for SUBJECT
 }
 
 // loadSortItems fetches the parsed index data of the given view indexes.
@@ -50,7 +50,7 @@ func (s *session) loadSortItems(hits []int) ([]sortItem, error) {
 			if it.sent.IsZero() {
 				it.sent = m.InternalDate
 			}
-			it.base, it.isRepl = baseSubject(subjectOf(m.Parsed))
+			it.base, _ = mailthread.BaseSubject(subjectOf(m.Parsed))
 			items = append(items, it)
 		}
 	}
@@ -76,7 +76,7 @@ func firstAddress(list []message.Address) (message.Address, bool) {
 // mailboxKey is the addr-mailbox of the first address (RFC 5256 §3).
 func mailboxKey(list []message.Address) string {
 	a, _ := firstAddress(list)
-	return asciiUpper(message.DecodeHeaderValue(a.Mailbox))
+	return mailthread.FoldASCII(message.DecodeHeaderValue(a.Mailbox))
 }
 
 // displayKey is the decoded display name of the first address, or its
@@ -112,7 +112,7 @@ func sortItems(items []sortItem, keys []imapwire.SortKey) {
 			case "CC":
 				it.keys[k] = mailboxKey(env.Cc)
 			case "SUBJECT":
-				it.keys[k] = asciiUpper(it.base)
+				it.keys[k] = mailthread.FoldASCII(it.base)
 			case "DISPLAYFROM":
 				it.keys[k] = displayKey(env.From)
 			case "DISPLAYTO":

@@ -1,336 +1,40 @@
 package imapd
 
 import (
-	"cmp"
-	"slices"
-	"strings"
-
 	"pimail/internal/imapwire"
+	"pimail/internal/mailthread"
+	"pimail/internal/message"
 )
 
-// This file implements THREAD (RFC 5256 §4, §5) with the ORDEREDSUBJECT
-// and REFERENCES algorithms, from the index's Message-ID, In-Reply-To,
-// References, Subject and Date.
-
-// thrNode is a thread container; item is nil for a dummy (a message that
-// is referred to but not among the matches).
-type thrNode struct {
-	item     *sortItem
-	parent   *thrNode
-	children []*thrNode
-}
-
-func (n *thrNode) unlink() {
-	if p := n.parent; p != nil {
-		p.children = slices.DeleteFunc(p.children, func(c *thrNode) bool { return c == n })
-		n.parent = nil
-	}
-}
-
-func (n *thrNode) adopt(c *thrNode) {
-	c.unlink()
-	c.parent = n
-	n.children = append(n.children, c)
-}
-
-// isAncestor reports whether a is b or one of b's ancestors.
-func isAncestor(a, b *thrNode) bool {
-	for n := b; n != nil; n = n.parent {
-		if n == a {
-			return true
-		}
-	}
-	return false
-}
-
-// normMsgID strips the angle brackets and blanks of a message id.
-func normMsgID(s string) string {
-	return strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(s), "<"), ">"))
-}
-
-// firstMsgID returns the first "<...>" message id of an In-Reply-To field.
-func firstMsgID(s string) string {
-	i := strings.IndexByte(s, '<')
-	if i < 0 {
-		return ""
-	}
-	j := strings.IndexByte(s[i:], '>')
-	if j < 0 {
-		return ""
-	}
-	return normMsgID(s[i : i+j+1])
-}
-
-// threadReferences builds threads by the REFERENCES algorithm (RFC 5256
-// §4, after Jamie Zawinski's description) and returns the roots.
-func threadReferences(items []sortItem) []*thrNode {
-	byID := map[string]*thrNode{}
-	var all []*thrNode
-	get := func(id string) *thrNode {
-		n := byID[id]
-		if n == nil {
-			n = &thrNode{}
-			byID[id] = n
-			all = append(all, n)
-		}
-		return n
-	}
-	for i := range items {
-		it := &items[i]
-		env := &it.meta.Parsed.Envelope
-		// Step 1A: the container of this message; a missing or
-		// duplicate Message-ID gets a container of its own.
-		var n *thrNode
-		if id := normMsgID(env.MessageID); id != "" {
-			if c := get(id); c.item == nil {
-				n = c
-			}
-		}
-		if n == nil {
-			n = &thrNode{}
-			all = append(all, n)
-		}
-		n.item = it
-		refs := it.meta.Parsed.References
-		if len(refs) == 0 {
-			if irt := firstMsgID(env.InReplyTo); irt != "" {
-				refs = []string{irt}
-			}
-		}
-		// Link the references in order, keeping existing links and
-		// never creating a loop.
-		var prev *thrNode
-		for _, r := range refs {
-			r = normMsgID(r)
-			if r == "" {
-				continue
-			}
-			c := get(r)
-			if prev != nil && c != prev && c.parent == nil && !isAncestor(c, prev) {
-				prev.adopt(c)
-			}
-			prev = c
-		}
-		// Step 1B: the last reference is this message's parent.
-		n.unlink()
-		if prev != nil && !isAncestor(n, prev) {
-			prev.adopt(n)
-		}
-	}
-	// Step 2: the root set.
-	var roots []*thrNode
-	for _, n := range all {
-		if n.parent == nil {
-			roots = append(roots, n)
-		}
-	}
-	// Step 4: prune dummies.
-	roots = pruneDummies(roots, true)
-	for _, r := range roots {
-		r.parent = nil
-	}
-	// Step 5: gather root threads with the same base subject.
-	roots = mergeBySubject(roots)
-	// Step 6: siblings by sent date.
-	sortSiblings(roots)
-	return roots
-}
-
-// pruneDummies removes dummies without children and replaces dummies by
-// their children, except that a dummy at the root keeps two or more
-// children together (RFC 5256 §4 step 4).
-func pruneDummies(list []*thrNode, root bool) []*thrNode {
-	var out []*thrNode
-	for _, n := range list {
-		n.children = pruneDummies(n.children, false)
-		for _, c := range n.children {
-			c.parent = n
-		}
-		if n.item == nil {
-			if len(n.children) == 0 {
-				continue
-			}
-			if !root || len(n.children) == 1 {
-				out = append(out, n.children...)
-				continue
-			}
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-// threadSubject is the base subject of a root: its message's, or for a
-// dummy its first child's.
-func threadSubject(n *thrNode) (key string, reply bool) {
-	it := n.item
-	if it == nil {
-		if len(n.children) == 0 || n.children[0].item == nil {
-			return "", false
-		}
-		return asciiUpper(n.children[0].item.base), false
-	}
-	return asciiUpper(it.base), it.isRepl
-}
-
-// mergeBySubject is RFC 5256 §4 step 5.
-func mergeBySubject(roots []*thrNode) []*thrNode {
-	table := map[string]*thrNode{}
-	for _, r := range roots {
-		key, reply := threadSubject(r)
-		if key == "" {
-			continue
-		}
-		old := table[key]
-		if old == nil {
-			table[key] = r
-			continue
-		}
-		_, oldReply := threadSubject(old)
-		if r.item == nil && old.item != nil || old.item != nil && r.item != nil && oldReply && !reply {
-			table[key] = r
-		}
-	}
-	replaced := map[*thrNode]*thrNode{} // table container → new dummy in its place
-	dropped := map[*thrNode]bool{}
-	for _, r := range roots {
-		key, reply := threadSubject(r)
-		t := table[key]
-		if key == "" || t == nil || t == r {
-			continue
-		}
-		_, tReply := threadSubject(t)
-		switch {
-		case t.item == nil && r.item == nil:
-			for _, c := range slices.Clone(r.children) {
-				t.adopt(c)
-			}
-		case t.item == nil:
-			t.adopt(r)
-		case !tReply && reply && r.item != nil:
-			t.adopt(r)
-		default:
-			d := &thrNode{}
-			if p, ok := replaced[t]; ok {
-				d = p
-			} else {
-				replaced[t] = d
-				d.adopt(t)
-			}
-			d.adopt(r)
-			table[key] = t // later matches keep merging into the same dummy
-		}
-		dropped[r] = true
-	}
-	var out []*thrNode
-	for _, r := range roots {
-		if dropped[r] {
-			continue
-		}
-		if d, ok := replaced[r]; ok {
-			out = append(out, d)
-			continue
-		}
-		out = append(out, r)
-	}
-	for _, r := range out {
-		r.parent = nil
-	}
-	return out
-}
-
-// sortSiblings orders every level by sent date, a dummy taking the date
-// of its first child, ties in mailbox order (RFC 5256 §4 step 6).
-func sortSiblings(list []*thrNode) {
-	for _, n := range list {
-		sortSiblings(n.children)
-	}
-	slices.SortStableFunc(list, func(a, b *thrNode) int {
-		x, y := firstItem(a), firstItem(b)
-		if x == nil || y == nil {
-			return 0
-		}
-		if c := x.sent.Compare(y.sent); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.idx, y.idx)
-	})
-}
-
-func firstItem(n *thrNode) *sortItem {
-	for i := 0; n != nil && i < 1000; i++ {
-		if n.item != nil {
-			return n.item
-		}
-		if len(n.children) == 0 {
-			return nil
-		}
-		n = n.children[0]
-	}
-	return nil
-}
-
-// threadOrderedSubject groups by base subject, each thread's first
-// message by date being the parent of the others; threads are ordered by
-// the date of their first message (RFC 5256 §4, ORDEREDSUBJECT).
-func threadOrderedSubject(items []sortItem) []*thrNode {
-	sorted := make([]*sortItem, len(items))
-	for i := range items {
-		sorted[i] = &items[i]
-	}
-	slices.SortStableFunc(sorted, func(a, b *sortItem) int {
-		if c := strings.Compare(asciiUpper(a.base), asciiUpper(b.base)); c != 0 {
-			return c
-		}
-		if c := a.sent.Compare(b.sent); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.idx, b.idx)
-	})
-	var roots []*thrNode
-	var cur *thrNode
-	for i, it := range sorted {
-		if i > 0 && asciiUpper(it.base) == asciiUpper(sorted[i-1].base) {
-			cur.adopt(&thrNode{item: it})
-			continue
-		}
-		cur = &thrNode{item: it}
-		roots = append(roots, cur)
-	}
-	slices.SortStableFunc(roots, func(a, b *thrNode) int {
-		if c := a.item.sent.Compare(b.item.sent); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.item.idx, b.item.idx)
-	})
-	return roots
-}
+// THREAD (RFC 5256 §4, §5) with the ORDEREDSUBJECT and REFERENCES
+// algorithms of internal/mailthread, from the index's Message-ID,
+// In-Reply-To, References, Subject and Date.
 
 // writeThreadMembers writes what goes inside one thread-list's
 // parentheses: a chain of single children inline, two or more children
 // as nested lists (RFC 5256 §5 thread-members / thread-nested).
-func (s *session) writeThreadMembers(n *thrNode, uid bool) {
+func (s *session) writeThreadMembers(items []sortItem, n *mailthread.Node, uid bool) {
 	first := true
 	for n != nil {
-		if n.item != nil {
+		if n.Index >= 0 {
 			if !first {
 				s.w.SP()
 			}
-			s.w.Number(uint64(s.msgNumber(n.item.idx, uid)))
+			s.w.Number(uint64(s.msgNumber(items[n.Index].idx, uid)))
 			first = false
 		}
-		switch len(n.children) {
+		switch len(n.Children) {
 		case 0:
 			return
 		case 1:
-			n = n.children[0]
+			n = n.Children[0]
 		default:
 			if !first {
 				s.w.SP()
 			}
-			for _, c := range n.children {
+			for _, c := range n.Children {
 				s.w.Byte('(')
-				s.writeThreadMembers(c, uid)
+				s.writeThreadMembers(items, c, uid)
 				s.w.Byte(')')
 			}
 			return
@@ -362,11 +66,17 @@ func cmdThread(s *session, cmd *command) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	var roots []*thrNode
+	msgs := make([]mailthread.Message, len(items))
+	for i := range items {
+		p := items[i].meta.Parsed
+		msgs[i] = mailthread.Message{MessageID: p.Envelope.MessageID, InReplyTo: p.Envelope.InReplyTo,
+			References: p.References, Subject: subjectOf(p), Sent: items[i].sent}
+	}
+	var roots []*mailthread.Node
 	if alg == "REFERENCES" {
-		roots = threadReferences(items)
+		roots = mailthread.References(msgs)
 	} else {
-		roots = threadOrderedSubject(items)
+		roots = mailthread.OrderedSubject(msgs)
 	}
 	s.w.Raw("* THREAD")
 	if len(roots) > 0 {
@@ -374,9 +84,20 @@ func cmdThread(s *session, cmd *command) (string, string, error) {
 	}
 	for _, r := range roots {
 		s.w.Byte('(')
-		s.writeThreadMembers(r, cmd.uid)
+		s.writeThreadMembers(items, r, cmd.uid)
 		s.w.Byte(')')
 	}
 	s.w.CRLF()
 	return "", "", nil
+}
+
+// subjectOf returns the decoded subject of a message.
+func subjectOf(p *message.Parsed) string {
+	if p == nil {
+		return ""
+	}
+	if p.Subject != "" {
+		return p.Subject
+	}
+	return message.DecodeHeaderValue(p.Envelope.Subject)
 }

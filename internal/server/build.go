@@ -18,6 +18,7 @@ import (
 	"pimail/internal/auth"
 	"pimail/internal/autoconfig"
 	"pimail/internal/av"
+	"pimail/internal/carddavd"
 	"pimail/internal/config"
 	"pimail/internal/delivery"
 	"pimail/internal/deliverylog"
@@ -248,6 +249,9 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		mux.Handle(admin.Prefix, admin.New(admin.Config{Hostname: cfg.Hostname, SecureCookies: secure, DataDir: cfg.Data,
 			DeliveryLog: p.dlog, Sieve: st}, st, authn, logger))
 		mux.Handle("/.well-known/mta-sts.txt", mtaSTSPolicy(st, logger))
+		dav := carddavd.New(st, authn, logger)
+		mux.Handle(carddavd.Prefix, dav)
+		mux.Handle(carddavd.WellKnown, dav)
 		mux.Handle("/", webmail.New(webmail.Config{
 			Hostname:      cfg.Hostname,
 			SecureCookies: secure,

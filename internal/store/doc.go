@@ -59,6 +59,9 @@
 //	Secrets          installation-wide keys made once (SRS)
 //	MTASTSPolicies   the policy each local domain publishes (RFC 8461)
 //	Sieve            users' Sieve scripts and vacation records (RFC 5228)
+//	Contacts         each account's address book (vCard cards)
+//	Identities       the addresses an account sends as, with signatures
+//	ListSorter       a whole mailbox's sort and thread keys; rows by UID
 //
 // Who takes which:
 //
@@ -75,8 +78,9 @@
 //	pop3d        MailboxReader MessageReader BlobReader Mutator
 //	webmail      DirectoryReader Credentials MailboxReader MailboxWriter
 //	             MessageReader BlobReader ChangeFeed Mutator Appender
-//	             Searcher Lister Preferences Sessions; some of Sieve (the
-//	             filter pages)
+//	             Searcher Lister ListSorter Preferences Sessions Contacts
+//	             Identities; some of Sieve (the filter pages)
+//	carddavd     Contacts
 //	websession   Sessions
 //	admin        DirectoryReader DirectoryWriter Credentials AccountAdmin
 //	             OutboundQueue BlobReader DeliveryLog Statistics Sessions;
@@ -119,10 +123,11 @@
 // §3.1). Two kinds of writes are made safe across writers by the store
 // rather than by a lock in one process:
 //
-//   - compare-and-swap: SetPreferences and SaveSpamModel replace a
-//     document only while its version is the one the caller read, and fail
-//     with ErrModified otherwise; the caller reads again and redoes its
-//     change (the webmail) or merges it (the spam filter merges counts);
+//   - compare-and-swap: SetPreferences, SaveSpamModel and PutContact
+//     replace a document only while its version is the one the caller
+//     read, and fail with ErrModified otherwise; the caller reads again
+//     and redoes its change (the webmail), merges it (the spam filter
+//     merges counts) or reports the conflict (CardDAV's 412);
 //   - first writer wins: Secret stores a fresh secret only when there is
 //     none, and every caller gets the stored one; ClaimQueue, ClaimQuotaNotice
 //     and CreateSession decide in one transaction, so two callers never
@@ -145,8 +150,8 @@
 // second for which internal/websession reuses a session it read), spam
 // models and the junk ledger, Sieve scripts and vacation records (a
 // vacation reply goes once per sender and period, whichever node
-// delivers), secrets and MTA-STS policies. Each node also keeps state of
-// its own, by design: caches derived from the store, which a node
+// delivers), address books and identities, secrets and MTA-STS policies.
+// Each node also keeps state of its own, by design: caches derived from the store, which a node
 // refreshes when the store says they changed (the directory view polls
 // DirectoryVersion, spam models are reloaded when SpamModelVersion moves,
 // the webmail's caches are keyed by the HIGHESTMODSEQ it reads on every
@@ -170,6 +175,10 @@
 //     NOTHING and a count of the rows inserted;
 //   - Secret is INSERT … ON CONFLICT DO NOTHING followed by a SELECT in the
 //     same transaction;
+//   - a contact's version comes from a counter per account, incremented
+//     (INSERT … ON CONFLICT DO UPDATE) in the transaction that writes or
+//     deletes the card, so a version is never given twice in an address
+//     book; the UID is unique per account (a unique index);
 //   - CreateSession's pruning and bound and its insert are one transaction
 //     (the bound may be exceeded by concurrent logins of one account,
 //     never by more than their number);

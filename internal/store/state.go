@@ -45,6 +45,10 @@ type Session struct {
 	Created   time.Time
 	LastSeen  time.Time
 	Expires   time.Time // the session ends at this instant unless touched
+	// Client describes the browser for the user's list of sessions
+	// (the program's words, such as "Firefox on Linux, 192.0.2.1");
+	// at most 200 bytes, longer is cut.
+	Client string
 }
 
 // Sessions keeps logged-in browsers, so that a login survives a restart
@@ -71,6 +75,9 @@ type Sessions interface {
 	// DeleteAccountSessions ends every session of app of the account
 	// except the one with ID keep ("": all).
 	DeleteAccountSessions(ctx context.Context, app string, accountID int64, keep string) error
+	// AccountSessions lists the account's sessions of app that have not
+	// expired at now, most recently seen first.
+	AccountSessions(ctx context.Context, app string, accountID int64, now time.Time) ([]Session, error)
 }
 
 // JunkTrained is one entry of the junk-training ledger: the account's

@@ -265,6 +265,9 @@ type Store interface {
 	SpamModels
 	Secrets
 	MTASTSPolicies
+	Contacts
+	Identities
+	ListSorter
 	Sieve
 
 	Close() error

@@ -23,8 +23,9 @@ func localRedirect(next, fallback string) string {
 	return fallback
 }
 
-// action applies one operation to the selected messages of a mailbox:
-// read, unread, flag, unflag, delete, move, junk, notjunk.
+// action applies one operation to the selected messages of a mailbox
+// (all of them with all=1): read, unread, flag, unflag, delete, move,
+// copy, junk, notjunk.
 func (s *Server) action(w http.ResponseWriter, r *http.Request, sess *session) {
 	ctx := r.Context()
 	box, err := s.mailboxOf(ctx, sess.AccountID, r.PostFormValue("box"))
@@ -33,14 +34,18 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, sess *session) {
 		return
 	}
 	var set store.UIDSet
-	for _, v := range r.PostForm["uid"] {
-		u, err := strconv.ParseUint(v, 10, 32)
-		if err != nil || u == 0 {
-			continue
-		}
-		set = append(set, store.UIDRange{Start: uint32(u), Stop: uint32(u)})
-		if len(set) >= maxActionUIDs {
-			break
+	if r.PostFormValue("all") == "1" {
+		set = store.UIDSet{{Start: 1, Stop: 0}} // every message (Stop 0: to the highest UID)
+	} else {
+		for _, v := range r.PostForm["uid"] {
+			u, err := strconv.ParseUint(v, 10, 32)
+			if err != nil || u == 0 {
+				continue
+			}
+			set = append(set, store.UIDRange{Start: uint32(u), Stop: uint32(u)})
+			if len(set) >= maxActionUIDs {
+				break
+			}
 		}
 	}
 	back := localRedirect(r.PostFormValue("next"), "/box/"+strconv.FormatInt(box.ID, 10))
@@ -57,9 +62,19 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, sess *session) {
 		s.httpError(w, r, http.StatusInternalServerError, "The action failed.", err)
 		return
 	}
-	// After moving a message away from its page, return to its folder.
-	if strings.HasPrefix(back, "/msg/") && (op == "delete" || op == "move" || op == "junk" || op == "notjunk") {
-		back = "/box/" + strconv.FormatInt(box.ID, 10)
+	// After moving a message away from its page (or the reading pane),
+	// return to its folder.
+	if op == "delete" || op == "move" || op == "junk" || op == "notjunk" {
+		if strings.HasPrefix(back, "/msg/") {
+			back = "/box/" + strconv.FormatInt(box.ID, 10)
+		} else if i := strings.Index(back, "&msg="); i >= 0 {
+			back = back[:i]
+		}
+	}
+	// A fetch from the page (drag and drop) needs no page back.
+	if r.Header.Get("X-Requested-With") != "" {
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
@@ -116,12 +131,15 @@ func (s *Server) apply(ctx context.Context, sess *session, box store.Mailbox, se
 		} else {
 			err = moveTo(store.SpecialTrash)
 		}
-	case "move":
+	case "move", "copy":
 		dst, e := s.mailboxOf(ctx, sess.AccountID, target)
 		if e != nil {
 			return e
 		}
-		if dst.ID != box.ID {
+		switch {
+		case op == "copy":
+			_, err = s.st.Copy(ctx, box.ID, set, dst.ID)
+		case dst.ID != box.ID:
 			_, err = s.st.Move(ctx, box.ID, set, dst.ID)
 		}
 	case "junk":

@@ -35,7 +35,7 @@ func benchRequest(b *testing.B, f *fixture, path string) {
 
 func benchServe(b *testing.B, f *fixture, path string) {
 	b.Helper()
-	sess, err := f.srv.sessions.Create(context.Background(), f.ids["alice@example.com"], "alice@example.com", time.Now())
+	sess, err := f.srv.sessions.Create(context.Background(), f.ids["alice@example.com"], "alice@example.com", "", time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func BenchmarkLoadMix(b *testing.B) {
 	var seq atomic.Int64
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		sess, err := f.srv.sessions.Create(context.Background(), f.ids["alice@example.com"], "alice@example.com", time.Now())
+		sess, err := f.srv.sessions.Create(context.Background(), f.ids["alice@example.com"], "alice@example.com", "", time.Now())
 		if err != nil {
 			b.Error(err)
 			return

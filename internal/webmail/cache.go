@@ -125,6 +125,8 @@ type rowsKey struct {
 	box    int64
 	offset int
 	limit  int
+	spec   listSpec
+	pane   bool // rows open in the reading pane
 }
 
 // rowsEntry is a page's rendered rows in one state of its mailbox, in one
@@ -154,4 +156,5 @@ const (
 	metaCacheEntries = 2048    // index entries (about 1–2 KB each)
 	bodyCacheBytes   = 4 << 20 // rendered message text
 	htmlCacheBytes   = 8 << 20 // sanitised HTML bodies
+	orderCacheBytes  = 2 << 20 // sorted and threaded mailboxes (5 bytes a message)
 )

@@ -2,6 +2,7 @@ package webmail
 
 import (
 	"fmt"
+	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,6 +27,9 @@ type composeData struct {
 	Keep        []attachment // attachments carried over from the source message
 	DraftUID    uint32       // the draft being edited, in Drafts
 	MaxUpload   string
+	Identities  []identityOption // the From menu
+	HTML        bool             // the formatting editor is on
+	HTMLBody    template.HTML    // its content (escaped text, or sanitized HTML)
 }
 
 // formAddr renders an address for a form field: decoded display name,
@@ -105,18 +109,37 @@ func (s *Server) composePage(w http.ResponseWriter, r *http.Request, sess *sessi
 	if err != nil {
 		s.logError(r, "read prefs", "err", err)
 	}
-	sig := ""
-	if pr.Signature != "" {
-		sig = "\n\n-- \n" + pr.Signature
+	ids, err := s.identities(r.Context(), sess)
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The identities could not be read.", err)
+		return
 	}
-	d.Body = sig
+	var l loaded
+	chosen := 0
 	if d.Mode != "" {
-		l, err := s.loadMessage(r.Context(), sess, q.Get("box"), q.Get("uid"))
-		if err != nil {
+		if l, err = s.loadMessage(r.Context(), sess, q.Get("box"), q.Get("uid")); err != nil {
 			s.httpError(w, r, http.StatusNotFound, "No such message.", nil)
 			return
 		}
-		s.prefill(&d, l, sess, sig)
+		env := &l.meta.Parsed.Envelope
+		if d.Mode == "draft" {
+			chosen = sendersFor(ids, &message.Envelope{To: env.From})
+		} else {
+			chosen = sendersFor(ids, env)
+		}
+	}
+	sig := ""
+	if b := signatureBlock(ids[chosen].Signature); b != "" {
+		sig = "\n\n" + b
+	}
+	d.Body = sig
+	d.HTML = pr.ComposeHTML
+	if d.Mode != "" {
+		s.prefill(&d, l, ids, sig)
+	}
+	d.Identities = identityOptions(ids, ids[chosen].Address)
+	if d.HTMLBody == "" {
+		d.HTMLBody = textToHTML(d.Body)
 	}
 	if n := q.Get("notice"); n == "saved" {
 		d.Notice = "Draft saved."
@@ -124,8 +147,17 @@ func (s *Server) composePage(w http.ResponseWriter, r *http.Request, sess *sessi
 	s.page(w, r, "compose", d)
 }
 
+// identityOptions makes the From menu with from chosen.
+func identityOptions(ids []store.Identity, from string) []identityOption {
+	out := make([]identityOption, len(ids))
+	for i, id := range ids {
+		out[i] = identityOption{Identity: id, Selected: strings.EqualFold(id.Address, from)}
+	}
+	return out
+}
+
 // prefill fills the form for a reply, reply-all, forward or draft of l.
-func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
+func (s *Server) prefill(d *composeData, l loaded, ids []store.Identity, sig string) {
 	p := l.meta.Parsed
 	env := p.Envelope
 	d.SrcBox, d.SrcUID = l.box.ID, l.meta.UID
@@ -153,13 +185,16 @@ func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
 	}
 	switch d.Mode {
 	case "reply", "all":
-		self := map[string]bool{strings.ToLower(sess.Address): true}
+		self := map[string]bool{}
+		for _, id := range ids {
+			self[strings.ToLower(id.Address)] = true
+		}
 		replyTo := env.ReplyTo
 		if len(replyTo) == 0 {
 			replyTo = env.From
 		}
 		// Replying to one's own sent message goes to its recipients.
-		if strings.EqualFold(fromAddr, sess.Address) && len(env.ReplyTo) == 0 {
+		if self[strings.ToLower(fromAddr)] && len(env.ReplyTo) == 0 {
 			replyTo = env.To
 		}
 		d.To = strings.Join(formAddrs(replyTo, self), ", ")
@@ -190,6 +225,9 @@ func (s *Server) prefill(d *composeData, l loaded, sess *session, sig string) {
 		d.Bcc = strings.Join(formAddrs(env.Bcc, skip), ", ")
 		d.Subject = subject
 		d.Body = text
+		if h := htmlBodyOf(l.raw, p.Body); h != "" {
+			d.HTML, d.HTMLBody = true, template.HTML(sanitizeCompose(h))
+		}
 		d.Keep = attachments(p.Body)
 		d.InReplyTo = env.InReplyTo
 		var ids []string
@@ -211,7 +249,16 @@ func (s *Server) redisplay(w http.ResponseWriter, r *http.Request, sess *session
 	}
 	f := r.PostFormValue
 	d := composeData{view: v, To: f("to"), Cc: f("cc"), Bcc: f("bcc"), Subject: f("subject"), Body: f("body"),
-		InReplyTo: f("in_reply_to"), References: f("references"), Mode: f("mode"), MaxUpload: formatSize(s.cfg.MaxUploadSize)}
+		InReplyTo: f("in_reply_to"), References: f("references"), Mode: f("mode"), MaxUpload: formatSize(s.cfg.MaxUploadSize),
+		HTML: f("format") == "html"}
+	if d.HTML {
+		d.HTMLBody = template.HTML(sanitizeCompose(f("html")))
+	} else {
+		d.HTMLBody = textToHTML(d.Body)
+	}
+	if ids, err := s.identities(r.Context(), sess); err == nil {
+		d.Identities = identityOptions(ids, f("from"))
+	}
 	d.SrcBox, _ = strconv.ParseInt(f("src_box"), 10, 64)
 	if u, err := strconv.ParseUint(f("src_uid"), 10, 32); err == nil {
 		d.SrcUID = uint32(u)

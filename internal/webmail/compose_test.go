@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -105,8 +106,9 @@ func TestReplyAllAndForward(t *testing.T) {
 			t.Fatalf("reply-all form lacks %q:\n%s", want, body)
 		}
 	}
-	if strings.Contains(body, "alice@example.com&gt;") || strings.Count(body, "alice@example.com") > 2 {
-		t.Errorf("own address in reply-all recipients")
+	if m := regexp.MustCompile(`name="(?:to|cc)" id="(?:to|cc)" value="([^"]*)"`).FindAllStringSubmatch(body, -1); len(m) != 2 ||
+		strings.Contains(m[0][1]+m[1][1], "alice@") {
+		t.Errorf("own address in reply-all recipients: %q", m)
 	}
 	// Send the reply (only to bob, since jane is unknown here).
 	resp, body := c.post("/compose", url.Values{"to": {"bob@example.com"}, "subject": {"Re: plan"}, "body": {"ok"},
@@ -175,7 +177,7 @@ func TestSuggest(t *testing.T) {
 	req.Header.Set("X-Requested-With", "fetch")
 	resp, body := c.do(req)
 	expectStatus(t, resp, http.StatusOK, body)
-	if strings.TrimSpace(body) != `["Carol Sender \u003ccarol@example.net\u003e"]` {
+	if strings.TrimSpace(body) != `[{"label":"Carol Sender \u003ccarol@example.net\u003e","value":"Carol Sender \u003ccarol@example.net\u003e"}]` {
 		t.Fatalf("suggestions: %s", body)
 	}
 }

@@ -157,7 +157,7 @@ func (s *Server) loginSubmit(w http.ResponseWriter, r *http.Request) {
 			s.logError(r, "login: end the old session", "err", err)
 		}
 	}
-	sess, err := s.sessions.Create(r.Context(), acct.ID, acct.Address, s.now())
+	sess, err := s.sessions.Create(r.Context(), acct.ID, acct.Address, websession.Describe(r), s.now())
 	if err != nil {
 		s.logError(r, "login", "err", err)
 		s.renderLogin(w, r, http.StatusInternalServerError, "Login is not possible right now.")

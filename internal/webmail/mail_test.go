@@ -33,7 +33,7 @@ func TestListAndRead(t *testing.T) {
 	if i1 < 0 || i2 < 0 || i2 > i1 {
 		t.Fatalf("list lacks messages newest first (escaped): %d %d", i1, i2)
 	}
-	if !strings.Contains(body, `<b class="count">2</b>`) || !strings.Contains(body, "Carol Sender") || !strings.Contains(body, `title="Has attachments"`) {
+	if !strings.Contains(body, `<b class="count">2</b>`) || !strings.Contains(body, "Carol Sender") || !strings.Contains(body, `<svg class="att"`) {
 		t.Fatalf("list lacks unread count, sender or attachment marker:\n%s", body)
 	}
 	resp, body = c.get("/msg/" + itoa(inbox.ID) + "/1")
@@ -173,11 +173,12 @@ func TestSettings(t *testing.T) {
 	f := newFixture(t)
 	c := f.client(t)
 	c.login("alice@example.com")
-	resp, body := c.post("/settings", url.Values{"display_name": {"Alice\r\nBcc: evil@example.net"}, "signature": {"Alice A."}})
+	resp, body := c.post("/settings/identity", url.Values{"id": {"0"}, "address": {"alice@example.com"},
+		"name": {"Alice\r\nBcc: evil@example.net"}, "signature": {"Alice A."}})
 	expectStatus(t, resp, http.StatusSeeOther, body)
-	b, _, err := f.st.Preferences(context.Background(), f.ids["alice@example.com"], PrefsApp)
-	if err != nil || !strings.Contains(string(b), "Alice A.") {
-		t.Fatalf("prefs not persisted: %v %s", err, b)
+	ids, err := f.st.Identities(context.Background(), f.ids["alice@example.com"])
+	if err != nil || len(ids) != 1 || ids[0].Signature != "Alice A." {
+		t.Fatalf("identity not kept: %v %+v", err, ids)
 	}
 	_, body = c.get("/compose")
 	if !strings.Contains(body, "-- \nAlice A.") {

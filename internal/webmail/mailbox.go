@@ -28,6 +28,7 @@ type folder struct {
 	// UIDValidity and HighestModSeq as of this request's mailbox list:
 	// the read path's cache checks them.
 	UIDValidity   uint32
+	UIDNext       uint32
 	HighestModSeq uint64
 }
 
@@ -40,6 +41,7 @@ type view struct {
 	Current int64 // mailbox shown, 0 for none
 	Error   string
 	Notice  string
+	Query   string // the search box's text
 }
 
 // L returns the view itself, for templates: a field reached through the
@@ -101,7 +103,7 @@ func (s *Server) folders(ctx context.Context, accountID int64) ([]folder, error)
 		b := state[c.ID]
 		out = append(out, folder{ID: c.ID, Name: c.Name, Label: label, Depth: depth,
 			Special: c.SpecialUse, Messages: c.Messages, Unseen: c.Unseen,
-			UIDValidity: b.UIDValidity, HighestModSeq: b.HighestModSeq})
+			UIDValidity: b.UIDValidity, UIDNext: b.UIDNext, HighestModSeq: b.HighestModSeq})
 	}
 	slices.SortStableFunc(out, func(a, b folder) int {
 		if oa, ob := specialOrder(a), specialOrder(b); oa != ob {
@@ -141,7 +143,7 @@ func (s *Server) newView(w http.ResponseWriter, r *http.Request, sess *session, 
 // mailbox is the folder as the store names it (with the state the read
 // cache checks).
 func (f folder) mailbox() store.Mailbox {
-	return store.Mailbox{ID: f.ID, Name: f.Name, SpecialUse: f.Special, UIDValidity: f.UIDValidity, HighestModSeq: f.HighestModSeq}
+	return store.Mailbox{ID: f.ID, Name: f.Name, SpecialUse: f.Special, UIDValidity: f.UIDValidity, UIDNext: f.UIDNext, HighestModSeq: f.HighestModSeq}
 }
 
 // folderByID finds one of the view's folders.
@@ -233,6 +235,7 @@ type row struct {
 	Draft      bool
 	Junk       bool
 	Attachment bool
+	Depth      uint8 // in a conversation (threaded lists)
 }
 
 // listData is the message list page.
@@ -248,6 +251,9 @@ type listData struct {
 	PageQuery string        // search: the query string of the pager's links, without page
 	Scanned   int           // search: messages in the folders searched
 	Targets   []folder      // for "move to"
+	Spec      listSpec      // the order
+	Pane      string        // where messages open (prefs.pane)
+	Msg       *readData     // the message open in the reading pane
 	rowsHTML  template.HTML // Rows rendered (or from the cache)
 }
 
@@ -344,7 +350,8 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request, sess *session) {
 	http.Redirect(w, r, "/box/"+strconv.FormatInt(inbox.ID, 10), http.StatusSeeOther)
 }
 
-// listPage shows one page of a mailbox, newest first.
+// listPage shows one page of a mailbox in the user's order, and with
+// ?msg=UID that message in the reading pane.
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	v, ok := s.newView(w, r, sess, "")
 	if !ok {
@@ -356,39 +363,101 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session)
 		s.httpError(w, r, http.StatusNotFound, "No such folder.", nil)
 		return
 	}
+	pr, err := s.prefs.get(r.Context(), sess.AccountID)
+	if err != nil {
+		s.logError(r, "read prefs", "err", err)
+	}
 	v.Title, v.Current = box.Label, box.ID
+	if r.URL.Query().Get("notice") == "sent" {
+		v.Notice = "Message sent."
+	}
 	n := box.Messages
 	size := s.cfg.PageSize
 	pages := max(1, (n+size-1)/size)
 	pg, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	pg = min(max(pg, 0), pages-1)
-	d := listData{view: v, Box: box, Page: pg, Pages: pages, Total: n,
+	d := listData{view: v, Box: box, Page: pg, Pages: pages, Total: n, Spec: pr.spec(), Pane: pr.pane(),
 		ShowTo: box.Special == store.SpecialSent || box.Special == store.SpecialDrafts}
-	// The rendered rows are reused while the mailbox's UIDVALIDITY and
-	// HIGHESTMODSEQ (read for this request) and the local hour stand: any
-	// delivery, flag change or expunge moves HIGHESTMODSEQ, and the hour
-	// covers the dates written relative to today.
+	if err := s.listRows(r.Context(), &d); err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
+		return
+	}
+	d.Targets = v.Folders
+	if msg := r.URL.Query().Get("msg"); msg != "" && d.Pane != "off" {
+		r.SetPathValue("uid", msg)
+		m, ok := s.readData(w, r, sess, v)
+		if !ok {
+			return
+		}
+		m.Next = d.PageURL() + strconv.Itoa(pg) + "&msg=" + msg
+		d.Msg = &m
+		d.Title = m.Title
+	}
+	s.page(w, r, "list", d)
+}
+
+// listRows renders the rows of the list's page, or takes them from the
+// cache: they are reused while the mailbox's UIDVALIDITY and
+// HIGHESTMODSEQ (read for this request) and the local hour stand (any
+// delivery, flag change or expunge moves HIGHESTMODSEQ, and the hour
+// covers the dates written relative to today).
+func (s *Server) listRows(ctx context.Context, d *listData) error {
 	now := s.now()
-	key := rowsKey{box: box.ID, offset: pg * size, limit: size}
+	box, size := d.Box, s.cfg.PageSize
+	key := rowsKey{box: box.ID, offset: d.Page * size, limit: size, spec: d.Spec, pane: d.Pane != "off"}
 	state := rowsState{validity: box.UIDValidity, modseq: box.HighestModSeq,
 		hour: (now.Unix() + int64(zoneOffset(now))) / 3600, zone: zoneOffset(now)}
 	if e, ok := s.rows.get(key); ok && box.HighestModSeq != 0 && e.state == state {
 		d.rowsHTML = e.html
+		return nil
+	}
+	var items []store.ListItem
+	var depth []uint8
+	if d.Spec.plain() {
+		var err error
+		if items, err = s.st.MailboxPage(ctx, box.ID, d.Page*size, size); err != nil {
+			return err
+		}
 	} else {
-		items, err := s.st.MailboxPage(r.Context(), box.ID, pg*size, size)
+		o, err := s.order(ctx, box, d.Spec)
 		if err != nil {
-			s.httpError(w, r, http.StatusInternalServerError, "The folder could not be read.", err)
-			return
+			return err
 		}
-		d.Rows = make([]row, len(items))
-		for i := range items {
-			d.Rows[i] = makeListRow(box.ID, &items[i], d.ShowTo, now)
+		lo, hi := min(d.Page*size, len(o.uids)), min((d.Page+1)*size, len(o.uids))
+		uids := o.uids[lo:hi]
+		if o.depth != nil {
+			depth = o.depth[lo:hi]
 		}
-		d.rowsHTML = d.RowsHTML()
-		if box.HighestModSeq != 0 {
-			s.rows.put(key, rowsEntry{state: state, html: d.rowsHTML}, len(d.rowsHTML))
+		got, err := s.st.ListItems(ctx, box.ID, slices.Sorted(slices.Values(uids)))
+		if err != nil {
+			return err
+		}
+		// Back into the order (a message expunged meanwhile leaves no row).
+		at := make(map[uint32]int, len(got))
+		for i := range got {
+			at[got[i].UID] = i
+		}
+		var kept []uint8
+		for i, u := range uids {
+			if j, ok := at[u]; ok {
+				items = append(items, got[j])
+				if depth != nil {
+					kept = append(kept, depth[i])
+				}
+			}
+		}
+		depth = kept
+	}
+	d.Rows = make([]row, len(items))
+	for i := range items {
+		d.Rows[i] = makeListRow(box.ID, &items[i], d.ShowTo, now)
+		if depth != nil {
+			d.Rows[i].Depth = depth[i]
 		}
 	}
-	d.Targets = v.Folders
-	s.page(w, r, "list", d)
+	d.rowsHTML = d.RowsHTML()
+	if box.HighestModSeq != 0 {
+		s.rows.put(key, rowsEntry{state: state, html: d.rowsHTML}, len(d.rowsHTML))
+	}
+	return nil
 }

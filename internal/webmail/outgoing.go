@@ -37,7 +37,8 @@ type outgoing struct {
 	From        mail.Address
 	To, Cc, Bcc []*mail.Address
 	Subject     string
-	Body        string
+	Body        string   // the text
+	HTML        string   // the formatted body (sanitized), "" for plain text only
 	InReplyTo   string   // "<id>" or ""
 	References  []string // "<id>" each
 	Attachments []outPart
@@ -204,14 +205,14 @@ func (o *outgoing) bytes(withBcc bool) []byte {
 	header(&b, "MIME-Version", "1.0")
 	header(&b, "User-Agent", "pimail webmail")
 	if len(o.Attachments) == 0 {
-		writeTextPart(&b, o.Body)
+		o.writeBody(&b)
 		return b.Bytes()
 	}
 	boundary := "=_pimail_" + websession.Token()[:24]
 	header(&b, "Content-Type", mime.FormatMediaType("multipart/mixed", map[string]string{"boundary": boundary}))
 	b.WriteString("\r\nThis is a multi-part message in MIME format.\r\n")
 	b.WriteString("\r\n--" + boundary + "\r\n")
-	writeTextPart(&b, o.Body)
+	o.writeBody(&b)
 	for _, a := range o.Attachments {
 		b.WriteString("\r\n--" + boundary + "\r\n")
 		ctype := mime.FormatMediaType(a.Type, nil)
@@ -239,10 +240,27 @@ func (o *outgoing) bytes(withBcc bool) []byte {
 	return b.Bytes()
 }
 
+// writeBody writes the message's text: a text/plain part, or for a
+// formatted message a multipart/alternative of the text and the HTML, the
+// plainer form first (RFC 2046 §5.1.4).
+func (o *outgoing) writeBody(b *bytes.Buffer) {
+	if o.HTML == "" {
+		writeTextPart(b, "text/plain; charset=utf-8", o.Body)
+		return
+	}
+	boundary := "=_pimail_alt_" + websession.Token()[:24]
+	header(b, "Content-Type", mime.FormatMediaType("multipart/alternative", map[string]string{"boundary": boundary}))
+	b.WriteString("\r\n--" + boundary + "\r\n")
+	writeTextPart(b, "text/plain; charset=utf-8", o.Body)
+	b.WriteString("\r\n--" + boundary + "\r\n")
+	writeTextPart(b, "text/html; charset=utf-8", htmlDocument(o.HTML))
+	b.WriteString("\r\n--" + boundary + "--\r\n")
+}
+
 // writeTextPart writes the Content-* fields, blank line and body of a
-// UTF-8 text/plain part in quoted-printable.
-func writeTextPart(b *bytes.Buffer, body string) {
-	header(b, "Content-Type", "text/plain; charset=utf-8")
+// UTF-8 text part in quoted-printable.
+func writeTextPart(b *bytes.Buffer, ctype, body string) {
+	header(b, "Content-Type", ctype)
 	header(b, "Content-Transfer-Encoding", "quoted-printable")
 	b.WriteString("\r\n")
 	qp := quotedprintable.NewWriter(b)

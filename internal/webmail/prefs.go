@@ -26,6 +26,26 @@ type prefs struct {
 	// RemoteSenders are lower-case sender addresses whose remote content
 	// (images) is always loaded.
 	RemoteSenders []string `json:"remote_senders,omitempty"`
+	// Pane is where a message opens beside its list: "right" (""),
+	// "below", or "off" (on a page of its own).
+	Pane string `json:"pane,omitempty"`
+	// Sort, SortAsc and Threads are the message lists' order (listSpec).
+	Sort    string `json:"sort,omitempty"`
+	SortAsc bool   `json:"sort_asc,omitempty"`
+	Threads bool   `json:"threads,omitempty"`
+	// ComposeHTML starts new messages in the formatting editor.
+	ComposeHTML bool `json:"compose_html,omitempty"`
+}
+
+// panes are the reading pane's places, as the settings offer them.
+var panes = []struct{ Key, Label string }{{"right", "Right of the list"}, {"below", "Below the list"}, {"off", "Off (a page of its own)"}}
+
+// pane is where messages open: "right", "below" or "off".
+func (p prefs) pane() string {
+	if p.Pane == "below" || p.Pane == "off" {
+		return p.Pane
+	}
+	return "right"
 }
 
 // PrefsApp names the webmail's preferences in the store

@@ -161,6 +161,9 @@ type readData struct {
 	Flagged     bool
 	Seen        bool
 	Targets     []folder
+	Next        string // where actions on the message return to
+	AllHeaders  bool   // the full header is shown (?headers=1)
+	HeaderText  string
 }
 
 func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -168,9 +171,18 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	if !ok {
 		return
 	}
+	if d, ok := s.readData(w, r, sess, v); ok {
+		s.page(w, r, "read", d)
+	}
+}
+
+// readData is what a message shows on its page and in the reading pane:
+// the message named by the request's {box} and {uid}, which it marks
+// seen. On failure it has answered.
+func (s *Server) readData(w http.ResponseWriter, r *http.Request, sess *session, v view) (readData, bool) {
 	l, ok := s.loadInViewOr404(w, r, &v)
 	if !ok {
-		return
+		return readData{}, false
 	}
 	p := l.meta.Parsed
 	box, _ := v.folderByID(l.box.ID)
@@ -193,7 +205,7 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 	bv, err := s.bodyView(r, &l, r.URL.Query().Get("view") != "text")
 	if err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The message could not be read.", err)
-		return
+		return readData{}, false
 	}
 	d.Auth, d.Attachments = bv.auth, bv.layout.attachments
 	d.HasHTML = bv.layout.hasHTML()
@@ -218,8 +230,16 @@ func (s *Server) readPage(w http.ResponseWriter, r *http.Request, sess *session)
 			s.logError(r, "mark seen", "err", err)
 		}
 	}
+	if r.URL.Query().Get("headers") == "1" {
+		if err := s.loadRaw(r.Context(), &l); err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "The message could not be read.", err)
+			return readData{}, false
+		}
+		d.AllHeaders, d.HeaderText = true, headerText(&l)
+	}
 	d.Seen = true
-	s.page(w, r, "read", d)
+	d.Next = fmt.Sprintf("/msg/%d/%d", box.ID, l.meta.UID)
+	return d, true
 }
 
 // bodyView returns what the read page shows of the message's content,

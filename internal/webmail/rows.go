@@ -138,18 +138,34 @@ func (d listData) RowsHTML() template.HTML {
 	return template.HTML(b)
 }
 
+// attachIcon is the attachment mark: an inline SVG paper clip, which
+// needs no emoji font.
+const attachIcon = ` <svg class="att" viewBox="0 0 16 16" width="14" height="14" role="img" aria-label="Has attachments">` +
+	`<title>Has attachments</title><path d="M10.5 4.5v6a2.5 2.5 0 0 1-5 0V4a1.5 1.5 0 0 1 3 0v6.5a.5.5 0 0 1-1 0V5" ` +
+	`fill="none" stroke="currentColor" stroke-width="1.2" stroke-linecap="round"/></svg>`
+
 func (d *listData) appendRow(b []byte, r *row) []byte {
-	var href []byte
+	var href, open []byte
 	if r.Draft {
 		href = append(href, "/compose?mode=draft&amp;box="...)
 		href = strconv.AppendInt(href, r.Box, 10)
 		href = append(href, "&amp;uid="...)
+		href = strconv.AppendUint(href, uint64(r.UID), 10)
+		open = href
 	} else {
 		href = append(href, "/msg/"...)
 		href = strconv.AppendInt(href, r.Box, 10)
 		href = append(href, '/')
+		href = strconv.AppendUint(href, uint64(r.UID), 10)
+		open = href
+		if d.Pane != "off" && d.Query == "" {
+			// In the reading pane: the list page with the message open.
+			open = append([]byte(nil), d.PageURL()...)
+			open = strconv.AppendInt(open, int64(d.Page), 10)
+			open = append(open, "&amp;msg="...)
+			open = strconv.AppendUint(open, uint64(r.UID), 10)
+		}
 	}
-	href = strconv.AppendUint(href, uint64(r.UID), 10)
 
 	b = append(b, `<tr class="msg`...)
 	if !r.Seen {
@@ -158,9 +174,17 @@ func (d *listData) appendRow(b []byte, r *row) []byte {
 	if r.Flagged {
 		b = append(b, " flagged"...)
 	}
+	if r.Depth > 0 {
+		b = append(b, " t"...)
+		b = strconv.AppendUint(b, uint64(r.Depth), 10)
+	}
 	b = append(b, `" data-href="`...)
 	b = append(b, href...)
-	b = append(b, "\">\n<td class=\"sel\">"...)
+	b = append(b, `" data-box="`...)
+	b = strconv.AppendInt(b, r.Box, 10)
+	b = append(b, `" data-uid="`...)
+	b = strconv.AppendUint(b, uint64(r.UID), 10)
+	b = append(b, "\" draggable=\"true\">\n<td class=\"sel\">"...)
 	if d.Query == "" {
 		b = append(b, `<input type="checkbox" name="uid" value="`...)
 		b = strconv.AppendUint(b, uint64(r.UID), 10)
@@ -181,7 +205,7 @@ func (d *listData) appendRow(b []byte, r *row) []byte {
 	b = append(b, `">`...)
 	b = escapeHTML(b, r.Who)
 	b = append(b, "</td>\n<td class=\"subj\"><a href=\""...)
-	b = append(b, href...)
+	b = append(b, open...)
 	b = append(b, `">`...)
 	if r.Subject != "" {
 		b = escapeHTML(b, r.Subject)
@@ -190,7 +214,7 @@ func (d *listData) appendRow(b []byte, r *row) []byte {
 	}
 	b = append(b, "</a>"...)
 	if r.Attachment {
-		b = append(b, ` <span class="att" title="Has attachments">&#128206;</span>`...)
+		b = append(b, attachIcon...)
 	}
 	b = append(b, "</td>\n<td class=\"date\" title=\""...)
 	b = escapeHTML(b, r.FullDate)
@@ -298,10 +322,10 @@ func (v view) NavHTML() template.HTML {
 	return template.HTML(b)
 }
 
-// MoveHTML renders the "move to folder" control.
+// MoveHTML renders the "move or copy to folder" control.
 func (v view) MoveHTML() template.HTML {
 	b := make([]byte, 0, 64+64*len(v.Folders))
-	b = append(b, `<select name="target" aria-label="Move to folder">`...)
+	b = append(b, `<select name="target" aria-label="Folder to move or copy to">`...)
 	for i := range v.Folders {
 		b = append(b, `<option value="`...)
 		b = strconv.AppendInt(b, v.Folders[i].ID, 10)
@@ -309,6 +333,6 @@ func (v view) MoveHTML() template.HTML {
 		b = escapeHTML(b, v.Folders[i].Name)
 		b = append(b, "</option>"...)
 	}
-	b = append(b, `</select><button name="op" value="move">Move</button>`...)
+	b = append(b, `</select><button name="op" value="move">Move</button><button name="op" value="copy">Copy</button>`...)
 	return template.HTML(b)
 }

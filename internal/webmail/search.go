@@ -42,6 +42,7 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request, sess *sessio
 	ctx := r.Context()
 	qv := r.URL.Query()
 	q := strings.TrimSpace(qv.Get("q"))
+	v.Query = q
 	d := listData{view: v, Query: q, Targets: v.Folders, Pages: 1}
 	d.Box = folder{Label: "Search"}
 	boxes := v.Folders
@@ -122,6 +123,13 @@ func searchPageQuery(q string, box int64) string {
 	}
 	return v.Encode()
 }
+
+// PaneOn says whether messages open beside the list (never for search
+// results, which come from several folders).
+func (d listData) PaneOn() bool { return d.Query == "" && (d.Pane == "right" || d.Pane == "below") }
+
+// SortKeys are the orders the list offers.
+func (d listData) SortKeys() any { return sortKeys }
 
 // PageURL is the pager's link without the page number at its end.
 func (d listData) PageURL() string {

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/mail"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
 	"pimail/internal/delivery"
+	"pimail/internal/directory"
 	"pimail/internal/message"
 	"pimail/internal/store"
 	"pimail/internal/websession"
@@ -84,12 +86,16 @@ func (s *Server) composeSubmit(w http.ResponseWriter, r *http.Request, sess *ses
 			s.removeDraft(ctx, drafts, uint32(draftUID))
 		}
 	}
-	sent, err := s.specialMailbox(ctx, sess.AccountID, store.SpecialSent)
-	if err != nil {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
+	// Back to the folder of the message answered (or the inbox), saying
+	// that it went.
+	back := src
+	if back.ID == 0 {
+		if back, err = s.specialMailbox(ctx, sess.AccountID, store.SpecialNone); err != nil {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
 	}
-	http.Redirect(w, r, "/box/"+strconv.FormatInt(sent.ID, 10), http.StatusSeeOther)
+	http.Redirect(w, r, "/box/"+strconv.FormatInt(back.ID, 10)+"?notice=sent", http.StatusSeeOther)
 }
 
 func (s *Server) removeDraft(ctx context.Context, drafts store.Mailbox, uid uint32) {
@@ -110,12 +116,12 @@ func (s *Server) removeDraft(ctx context.Context, drafts store.Mailbox, uid uint
 // source mailbox for replies and forwards (zero when none).
 func (s *Server) buildOutgoing(ctx context.Context, r *http.Request, sess *session) (*outgoing, store.Mailbox, error) {
 	f := r.PostFormValue
-	pr, err := s.prefs.get(ctx, sess.AccountID)
+	from, err := s.sender(ctx, sess, f("from"))
 	if err != nil {
 		return nil, store.Mailbox{}, err
 	}
 	o := &outgoing{
-		From:       mail.Address{Name: pr.DisplayName, Address: sess.Address},
+		From:       from,
 		Subject:    f("subject"),
 		Body:       f("body"),
 		InReplyTo:  f("in_reply_to"),
@@ -125,6 +131,13 @@ func (s *Server) buildOutgoing(ctx context.Context, r *http.Request, sess *sessi
 	}
 	if len(o.Subject) > 998 {
 		return nil, store.Mailbox{}, errUser{"The subject is too long."}
+	}
+	if f("format") == "html" {
+		if len(f("html")) > maxHTMLBody {
+			return nil, store.Mailbox{}, errUser{"The message is too long."}
+		}
+		o.HTML = sanitizeCompose(f("html"))
+		o.Body = htmlToText(o.HTML)
 	}
 	for _, fld := range []struct {
 		name string
@@ -187,6 +200,31 @@ func (s *Server) buildOutgoing(ctx context.Context, r *http.Request, sess *sessi
 	return o, src, nil
 }
 
+// sender is the From of a message the account sends: the identity with
+// address from ("" for the account's own), while the account may still
+// send as it (an alias can be removed after its identity was made).
+func (s *Server) sender(ctx context.Context, sess *session, from string) (mail.Address, error) {
+	ids, err := s.identities(ctx, sess)
+	if err != nil {
+		return mail.Address{}, err
+	}
+	if from == "" {
+		from = sess.Address
+	}
+	i := slices.IndexFunc(ids, func(id store.Identity) bool { return strings.EqualFold(id.Address, from) })
+	if i < 0 {
+		return mail.Address{}, errUser{"You have no identity " + from + "."}
+	}
+	aliases, err := s.aliases(ctx)
+	if err != nil {
+		return mail.Address{}, err
+	}
+	if !directory.SendsAs(sess.Address, ids[i].Address, aliases) {
+		return mail.Address{}, errUser{"You cannot send as " + ids[i].Address + " any more."}
+	}
+	return mail.Address{Name: ids[i].Name, Address: ids[i].Address}, nil
+}
+
 // uploadType validates the browser's media type for an upload, falling
 // back to the file extension and then to application/octet-stream.
 func uploadType(declared, name string) string {
@@ -231,14 +269,14 @@ func (s *Server) send(ctx context.Context, r *http.Request, sess *session, o *ou
 		websession.ClientIP(r), s.cfg.Hostname, sess.Address, o.Date.Format("Mon, 2 Jan 2006 15:04:05 -0700"))
 	raw := o.bytes(false)
 	if len(remote) > 0 {
-		qid, err := s.cfg.Outbound.Enqueue(ctx, sess.AccountID, sess.Address, remote, raw)
+		qid, err := s.cfg.Outbound.Enqueue(ctx, sess.AccountID, o.From.Address, remote, raw)
 		if err != nil {
 			return fmt.Errorf("queue: %w", err)
 		}
 		s.log.Info("webmail queued", "user", sess.Address, "queue_id", qid, "rcpts", len(remote))
 	}
 	if len(local) > 0 {
-		env := delivery.Envelope{MailFrom: sess.Address, Recipients: local, RemoteIP: websession.ClientIP(r), Helo: "webmail", TLS: r.TLS != nil, Authenticated: true}
+		env := delivery.Envelope{MailFrom: o.From.Address, Recipients: local, RemoteIP: websession.ClientIP(r), Helo: "webmail", TLS: r.TLS != nil, Authenticated: true}
 		if _, err := s.pipe.Deliver(ctx, env, raw); err != nil {
 			switch {
 			case errors.Is(err, delivery.ErrNoRecipients) && len(remote) == 0:

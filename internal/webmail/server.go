@@ -106,8 +106,11 @@ type Store interface {
 	store.Appender
 	store.Searcher
 	store.Lister
+	store.ListSorter
 	store.Preferences
 	store.Sessions
+	store.Contacts
+	store.Identities
 }
 
 // Server is the webmail HTTP handler.
@@ -127,6 +130,7 @@ type Server struct {
 	metas       *lru[msgKey, metaEntry]
 	bodies      *lru[int64, *bodyView]
 	rows        *lru[rowsKey, rowsEntry]
+	orders      *lru[orderKey, *ordered]
 	now         func() time.Time
 }
 
@@ -150,6 +154,7 @@ func New(cfg Config, st Store, authn Authenticator, pipe *delivery.Pipeline, log
 		metas:    newLRU[msgKey, metaEntry](metaCacheEntries),
 		bodies:   newLRU[int64, *bodyView](bodyCacheBytes),
 		rows:     newLRU[rowsKey, rowsEntry](rowsCacheBytes),
+		orders:   newLRU[orderKey, *ordered](orderCacheBytes),
 		now:      time.Now,
 	}
 	s.corr.entries = map[int64]corrEntry{}
@@ -170,6 +175,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /msg/{box}/{uid}/body", s.authed(s.bodyFrame))
 	m.HandleFunc("GET /msg/{box}/{uid}/part/{part}", s.authed(s.downloadPart))
 	m.HandleFunc("GET /msg/{box}/{uid}/raw", s.authed(s.downloadRaw))
+	m.HandleFunc("GET /msg/{box}/{uid}/source", s.authed(s.sourcePage))
+	m.HandleFunc("POST /view", s.authed(s.viewSubmit))
 	m.HandleFunc("POST /msg/{box}/{uid}/remote", s.authed(s.allowRemote))
 	m.HandleFunc("POST /act", s.authed(s.action))
 	m.HandleFunc("GET /compose", s.authed(s.composePage))
@@ -179,9 +186,19 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /events", s.authed(s.events))
 	m.HandleFunc("GET /folders", s.authed(s.foldersPage))
 	m.HandleFunc("POST /folders", s.authed(s.foldersSubmit))
+	m.HandleFunc("GET /contacts", s.authed(s.contactsPage))
+	m.HandleFunc("GET /contacts/card", s.authed(s.contactPage))
+	m.HandleFunc("POST /contacts/save", s.authed(s.contactSave))
+	m.HandleFunc("POST /contacts/delete", s.authed(s.contactDelete))
+	m.HandleFunc("POST /contacts/add", s.authed(s.contactFromMessage))
+	m.HandleFunc("POST /contacts/import", s.authed(s.contactsImport))
+	m.HandleFunc("GET /contacts/export", s.authed(s.contactsExport))
 	m.HandleFunc("GET /settings", s.authed(s.settingsPage))
 	m.HandleFunc("POST /settings", s.authed(s.settingsSubmit))
 	m.HandleFunc("POST /settings/password", s.authed(s.passwordSubmit))
+	m.HandleFunc("POST /settings/identity", s.authed(s.identitySubmit))
+	m.HandleFunc("POST /settings/identity/delete", s.authed(s.identityDelete))
+	m.HandleFunc("POST /settings/sessions", s.authed(s.sessionEnd))
 	m.HandleFunc("GET /settings/filters", s.authed(s.filtersPage))
 	m.HandleFunc("POST /settings/filters", s.authed(s.filtersSubmit))
 	m.HandleFunc("GET /settings/sieve", s.authed(s.sievePage))

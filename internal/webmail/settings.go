@@ -3,19 +3,35 @@ package webmail
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"pimail/internal/auth"
+	"pimail/internal/directory"
+	"pimail/internal/message"
 	"pimail/internal/password"
+	"pimail/internal/store"
 	"pimail/internal/websession"
 )
 
 type settingsData struct {
 	view
-	DisplayName   string
-	Signature     string
 	RemoteSenders []string
+	Pane          string
+	ComposeHTML   bool
+	Identities    []identityRow
+	NewAddresses  []string // addresses the account may send as without an identity yet
+	Sessions      []sessionRow
 }
+
+// sessionRow is a logged-in browser in the settings' list.
+type sessionRow struct {
+	Key, Client, Created, LastSeen string
+	Current                        bool
+}
+
+// Panes are the reading pane's places.
+func (settingsData) Panes() any { return panes }
 
 func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	v, ok := s.newView(w, r, sess, "Settings")
@@ -27,6 +43,10 @@ func (s *Server) settingsPage(w http.ResponseWriter, r *http.Request, sess *sess
 		v.Notice = "Settings saved."
 	case "password":
 		v.Notice = "Password changed."
+	case "identity":
+		v.Notice = "Identities saved."
+	case "ended":
+		v.Notice = "That session is logged out."
 	}
 	s.renderSettings(w, r, sess, v, http.StatusOK)
 }
@@ -37,30 +57,52 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, sess *se
 		s.httpError(w, r, http.StatusInternalServerError, "Settings could not be read.", err)
 		return
 	}
+	d := settingsData{view: v, RemoteSenders: p.RemoteSenders, Pane: p.pane(), ComposeHTML: p.ComposeHTML}
+	ids, err := s.identities(r.Context(), sess)
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "Settings could not be read.", err)
+		return
+	}
+	aliases, err := s.aliases(r.Context())
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "Settings could not be read.", err)
+		return
+	}
+	for _, id := range ids {
+		d.Identities = append(d.Identities, identityRow{Identity: id, Own: strings.EqualFold(id.Address, sess.Address)})
+	}
+	for _, a := range directory.SenderAddresses(sess.Address, aliases) {
+		if !slices.ContainsFunc(ids, func(id store.Identity) bool { return strings.EqualFold(id.Address, a) }) {
+			d.NewAddresses = append(d.NewAddresses, a)
+		}
+	}
+	list, err := s.sessions.List(r.Context(), sess, s.now())
+	if err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "Settings could not be read.", err)
+		return
+	}
+	for _, l := range list {
+		d.Sessions = append(d.Sessions, sessionRow{Key: l.Key, Client: message.Visible(l.Client), Current: l.Current,
+			Created: l.Created.Local().Format("2 Jan 2006 15:04"), LastSeen: formatDate(l.LastSeen, s.now())})
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	if err := s.tmpl.render(w, "settings", settingsData{view: v, DisplayName: p.DisplayName, Signature: p.Signature, RemoteSenders: p.RemoteSenders}); err != nil {
+	if err := s.tmpl.render(w, "settings", d); err != nil {
 		s.logError(r, "render settings", "err", err)
 	}
 }
 
 func (s *Server) settingsSubmit(w http.ResponseWriter, r *http.Request, sess *session) {
-	name := cleanHeaderText(r.PostFormValue("display_name"))
-	sig := strings.ReplaceAll(r.PostFormValue("signature"), "\r\n", "\n")
-	if len(name) > maxDisplayName || len(sig) > maxSignature {
-		v, ok := s.newView(w, r, sess, "Settings")
-		if ok {
-			v.Error = "The name or signature is too long."
-			s.renderSettings(w, r, sess, v, http.StatusBadRequest)
-		}
-		return
-	}
 	remove := map[string]bool{}
 	for _, a := range r.PostForm["forget"] {
 		remove[strings.ToLower(a)] = true
 	}
+	pane := r.PostFormValue("pane")
+	if pane != "below" && pane != "off" {
+		pane = "" // right, the default
+	}
 	err := s.prefs.update(r.Context(), sess.AccountID, func(p *prefs) {
-		p.DisplayName, p.Signature = name, sig
+		p.Pane, p.ComposeHTML = pane, r.PostFormValue("compose_html") == "1"
 		kept := p.RemoteSenders[:0]
 		for _, a := range p.RemoteSenders {
 			if !remove[a] {
@@ -74,6 +116,26 @@ func (s *Server) settingsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	http.Redirect(w, r, "/settings?notice=saved", http.StatusSeeOther)
+}
+
+// sessionEnd logs out one of the account's other browsers (key from the
+// list), or with all=1 every one of them, this one too.
+func (s *Server) sessionEnd(w http.ResponseWriter, r *http.Request, sess *session) {
+	if r.PostFormValue("all") == "1" {
+		if err := s.sessions.DeleteAccount(r.Context(), sess.AccountID, nil); err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "Logging out failed; please try again.", err)
+			return
+		}
+		s.log.Info("webmail: logged out everywhere", "user", sess.Address, "remote", websession.ClientIP(r))
+		s.setCookie(w, s.sessionCookie(), "", -1)
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if err := s.sessions.End(r.Context(), sess, r.PostFormValue("key"), s.now()); err != nil {
+		s.httpError(w, r, http.StatusInternalServerError, "Logging out failed; please try again.", err)
+		return
+	}
+	http.Redirect(w, r, "/settings?notice=ended#sessions", http.StatusSeeOther)
 }
 
 // passwordSubmit changes the password after checking the old one through

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ const (
 )
 
 type correspondent struct {
+	addr  string // lower case
 	label string // "Name <addr>" as typed in a form
 	key   string // lower-case name and address, for matching
 	score int    // how often seen; sent-to counts more
@@ -54,7 +56,7 @@ func (s *Server) correspondents(ctx context.Context, accountID int64) ([]corresp
 			c := byAddr[k]
 			if c == nil {
 				label := formAddr(a)
-				c = &correspondent{label: label, key: strings.ToLower(label)}
+				c = &correspondent{addr: k, label: label, key: strings.ToLower(label)}
 				byAddr[k] = c
 			}
 			c.score += weight
@@ -108,25 +110,76 @@ func (s *Server) correspondents(ctx context.Context, accountID int64) ([]corresp
 	return list, nil
 }
 
-// suggest answers the compose form's address completion with a JSON array.
+// suggestion is one completion: what the list shows and what goes into
+// the field.
+type suggestion struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// suggest answers the compose form's address completion with a JSON
+// array: the address book's cards and groups first, then correspondents.
 func (s *Server) suggest(w http.ResponseWriter, r *http.Request, sess *session) {
 	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("q")))
-	out := []string{}
+	out := []suggestion{}
 	if q != "" && len(q) <= 200 {
+		book, err := s.st.Contacts(r.Context(), sess.AccountID)
+		if err != nil {
+			s.httpError(w, r, http.StatusInternalServerError, "No suggestions.", err)
+			return
+		}
+		seen := map[string]bool{}
+		add := func(label, value string) {
+			if len(out) < maxSuggestions && !seen[value] {
+				seen[value] = true
+				out = append(out, suggestion{Label: label, Value: value})
+			}
+		}
+		for i := range book {
+			c := &book[i]
+			if !matches(c, q) {
+				continue
+			}
+			for _, e := range c.Emails {
+				v := cardAddr(c.Name, e)
+				seen[strings.ToLower(e)] = true
+				add(v, v)
+			}
+		}
+		for _, g := range groupsOf(book) {
+			if !strings.Contains(strings.ToLower(g), q) {
+				continue
+			}
+			var members []string
+			for i := range book {
+				if slices.Contains(book[i].Groups, g) && len(book[i].Emails) > 0 {
+					members = append(members, cardAddr(book[i].Name, book[i].Emails[0]))
+				}
+			}
+			if len(members) > 0 {
+				add("Group: "+g+" ("+strconv.Itoa(len(members))+")", strings.Join(members, ", "))
+			}
+		}
 		list, err := s.correspondents(r.Context(), sess.AccountID)
 		if err != nil {
 			s.httpError(w, r, http.StatusInternalServerError, "No suggestions.", err)
 			return
 		}
 		for _, c := range list {
-			if strings.Contains(c.key, q) {
-				out = append(out, c.label)
-				if len(out) == maxSuggestions {
-					break
-				}
+			if strings.Contains(c.key, q) && !seen[c.addr] {
+				add(c.label, c.label)
 			}
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// cardAddr is a card's name and address as typed in a form.
+func cardAddr(name, addr string) string {
+	at := strings.LastIndexByte(addr, '@')
+	if name == addr {
+		name = ""
+	}
+	return formAddr(message.Address{Name: name, Mailbox: addr[:max(at, 0)], Host: addr[at+1:]})
 }

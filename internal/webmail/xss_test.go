@@ -3,6 +3,7 @@ package webmail
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -224,4 +225,73 @@ func TestRemoteContentControls(t *testing.T) {
 	if err != nil || !p.allowsRemote("news@example.net") {
 		t.Fatalf("allow list not persisted: %v %+v", err, p)
 	}
+}
+
+// TestNewViewsEscaped: every view added for issue 27 escapes what came
+// from mail, from a vCard file, from a browser's User-Agent and from the
+// user: the reading pane, sorted and threaded lists, all headers, the
+// source, contacts and their card form, identities in the settings and
+// the compose form, and the list of sessions.
+func TestNewViewsEscaped(t *testing.T) {
+	f := newFixture(t)
+	const evil = `<img src=x onerror=alert(1)>"'<script>alert(2)</script>`
+	f.deliver(t, "x@example.net", []string{"alice@example.com"}, "From: \""+evil+"\" <x@example.net>\nTo: alice@example.com\n"+
+		"Subject: "+evil+"\nMessage-ID: <a@x>\nX-Evil: "+evil+"\n\nbody "+evil+"\n")
+	f.deliver(t, "x@example.net", []string{"alice@example.com"}, "From: y@example.net\nSubject: Re: "+evil+"\nMessage-ID: <b@x>\nIn-Reply-To: <a@x>\n\nreply\n")
+	c := f.client(t)
+	req, _ := http.NewRequest("GET", f.ts.URL+"/login", nil)
+	req.Header.Set("User-Agent", evil)
+	c.do(req)
+	c.http.Transport = uaTransport{evil}
+	c.login("alice@example.com")
+	vcf := "BEGIN:VCARD\r\nVERSION:4.0\r\nUID:" + strings.ReplaceAll(evil, "\"", "") + "\r\nFN:" + evil + "\r\nEMAIL:ev@example.net\r\nCATEGORIES:" + strings.ReplaceAll(evil, ",", "") +
+		"\r\nNOTE:" + evil + "\r\nEND:VCARD\r\n"
+	resp, body := c.postFile("/contacts/import", "file", "evil.vcf", []byte(vcf))
+	expectStatus(t, resp, http.StatusSeeOther, body)
+	if resp, body := c.post("/settings/identity", url.Values{"id": {"0"}, "address": {"alice@example.com"}, "name": {evil}, "signature": {evil}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("identity: %d %s", resp.StatusCode, body)
+	}
+	box := itoa(f.box(t, "alice@example.com", "INBOX").ID)
+	cs, _ := f.st.Contacts(context.Background(), f.ids["alice@example.com"])
+	if len(cs) != 1 {
+		t.Fatalf("imported %d cards", len(cs))
+	}
+	if resp, body := c.post("/view", url.Values{"box": {box}, "sort": {"subject"}, "threads": {"1"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("view: %d %s", resp.StatusCode, body)
+	}
+	pages := []string{"/box/" + box, "/box/" + box + "?msg=1", "/msg/" + box + "/1?headers=1", "/msg/" + box + "/1/source",
+		"/contacts", "/contacts?group=" + url.QueryEscape(cs[0].Groups[0]), "/contacts/card?href=" + url.QueryEscape(cs[0].Href),
+		"/settings", "/compose", "/compose?mode=reply&box=" + box + "&uid=1"}
+	for _, p := range pages {
+		resp, body := c.get(p)
+		expectStatus(t, resp, http.StatusOK, body)
+		for _, bad := range []string{"<script>alert", "<img src=x", "onerror=alert(1)>"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("%s: unescaped %q", p, bad)
+			}
+		}
+		if !strings.Contains(body, "&lt;script&gt;alert(2)&lt;/script&gt;") && !strings.Contains(body, "&lt;img src=x") {
+			t.Errorf("%s: the hostile text is not shown escaped", p)
+		}
+	}
+	// The source is text in the page, never the message as a document.
+	resp, body = c.get("/msg/" + box + "/1/source")
+	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" || !strings.Contains(body, `<pre class="source" id="source">`) ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Fatalf("source page: %s %v", ct, resp.Header)
+	}
+	resp, body = c.get("/contacts/export")
+	if resp.Header.Get("Content-Type") != "text/vcard; charset=utf-8" || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment;") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Fatalf("export headers: %v", resp.Header)
+	}
+}
+
+// uaTransport sends every request with a User-Agent.
+type uaTransport struct{ ua string }
+
+func (u uaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("User-Agent", u.ua)
+	return http.DefaultTransport.RoundTrip(r)
 }

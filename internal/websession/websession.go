@@ -103,12 +103,13 @@ func key(id string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-// Create starts a new session with a fresh random id and CSRF token.
-func (ss *Store) Create(ctx context.Context, accountID int64, address string, now time.Time) (*Session, error) {
+// Create starts a new session with a fresh random id and CSRF token;
+// client describes the browser (Describe) for the user's list.
+func (ss *Store) Create(ctx context.Context, accountID int64, address, client string, now time.Time) (*Session, error) {
 	s := &Session{ID: Token(), AccountID: accountID, Address: address, CSRF: Token(), Created: now}
 	s.key = key(s.ID)
 	err := ss.st.CreateSession(ctx, store.Session{App: ss.app, ID: s.key, AccountID: accountID, CSRF: s.CSRF,
-		Created: now, LastSeen: now, Expires: now.Add(ss.ttl)}, ss.max)
+		Created: now, LastSeen: now, Expires: now.Add(ss.ttl), Client: client}, ss.max)
 	if err != nil {
 		return nil, fmt.Errorf("websession: create: %w", err)
 	}
@@ -205,6 +206,75 @@ func (ss *Store) DeleteAccount(ctx context.Context, accountID int64, keep *Sessi
 		return fmt.Errorf("websession: delete sessions of account %d: %w", accountID, err)
 	}
 	return nil
+}
+
+// Listed is one of an account's sessions as its owner sees them: Key
+// names it for End (the store's ID, a digest that cannot be used as a
+// cookie), Current marks the one asking.
+type Listed struct {
+	Key      string
+	Client   string
+	Created  time.Time
+	LastSeen time.Time
+	Current  bool
+}
+
+// List returns the account of cur's live sessions, most recently used
+// first.
+func (ss *Store) List(ctx context.Context, cur *Session, now time.Time) ([]Listed, error) {
+	l, err := ss.st.AccountSessions(ctx, ss.app, cur.AccountID, now)
+	if err != nil {
+		return nil, fmt.Errorf("websession: list: %w", err)
+	}
+	out := make([]Listed, len(l))
+	for i, s := range l {
+		out[i] = Listed{Key: s.ID, Client: s.Client, Created: s.Created, LastSeen: s.LastSeen, Current: s.ID == cur.key}
+	}
+	return out, nil
+}
+
+// End ends the session of cur's account that List named key; one that is
+// gone, or is another account's, is no error and stays as it is.
+func (ss *Store) End(ctx context.Context, cur *Session, key string, now time.Time) error {
+	l, err := ss.st.AccountSessions(ctx, ss.app, cur.AccountID, now)
+	if err != nil {
+		return fmt.Errorf("websession: end: %w", err)
+	}
+	for _, s := range l {
+		if s.ID != key {
+			continue
+		}
+		err := ss.st.DeleteSession(ctx, ss.app, key)
+		ss.mu.Lock()
+		delete(ss.recent, key)
+		ss.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("websession: end: %w", err)
+		}
+	}
+	return nil
+}
+
+// Describe names the browser of a request for a list of sessions: its
+// kind and system from User-Agent, and the client's address.
+func Describe(r *http.Request) string {
+	ua := r.Header.Get("User-Agent")
+	pick := func(names [][2]string, none string) string {
+		for _, n := range names {
+			if strings.Contains(ua, n[0]) {
+				return n[1]
+			}
+		}
+		return none
+	}
+	browser := pick([][2]string{{"Edg/", "Edge"}, {"OPR/", "Opera"}, {"Firefox/", "Firefox"}, {"Chromium/", "Chromium"},
+		{"HeadlessChrome/", "Chromium (headless)"}, {"Chrome/", "Chrome"}, {"Safari/", "Safari"}, {"curl/", "curl"}}, "A browser")
+	system := pick([][2]string{{"Android", "Android"}, {"iPhone", "iOS"}, {"iPad", "iPadOS"}, {"Windows", "Windows"},
+		{"Mac OS X", "macOS"}, {"CrOS", "ChromeOS"}, {"Linux", "Linux"}}, "")
+	if system != "" {
+		browser += " on " + system
+	}
+	return browser + ", " + ClientIP(r)
 }
 
 // OpenStream counts a long-lived stream against the session's limit on

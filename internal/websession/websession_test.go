@@ -45,7 +45,7 @@ func TestStore(t *testing.T) {
 		}
 		return s
 	}
-	a, err := ss.Create(ctx, 1, "a@example.com", now)
+	a, err := ss.Create(ctx, 1, "a@example.com", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +70,10 @@ func TestStore(t *testing.T) {
 		t.Fatalf("the store found the session by its cookie: %v", err)
 	}
 	// An account keeps at most 2: a new login ends the least recently used.
-	b, _ := ss.Create(ctx, 2, "b@example.com", now)
-	c, _ := ss.Create(ctx, 2, "b@example.com", now.Add(2*time.Minute))
+	b, _ := ss.Create(ctx, 2, "b@example.com", "", now)
+	c, _ := ss.Create(ctx, 2, "b@example.com", "", now.Add(2*time.Minute))
 	get(b.ID, now.Add(4*time.Minute)) // b is used, c is not
-	d, _ := ss.Create(ctx, 2, "b@example.com", now.Add(5*time.Minute))
+	d, _ := ss.Create(ctx, 2, "b@example.com", "", now.Add(5*time.Minute))
 	if get(c.ID, now.Add(6*time.Minute)) != nil {
 		t.Fatal("least recently used session kept beyond the bound")
 	}
@@ -82,8 +82,8 @@ func TestStore(t *testing.T) {
 			t.Fatalf("session %s dropped", s.ID)
 		}
 	}
-	e, _ := ss.Create(ctx, 3, "c@example.com", now)
-	f, _ := ss.Create(ctx, 3, "c@example.com", now)
+	e, _ := ss.Create(ctx, 3, "c@example.com", "", now)
+	f, _ := ss.Create(ctx, 3, "c@example.com", "", now)
 	if err := ss.DeleteAccount(ctx, 3, f); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	st := testStore(t)
 	now := time.Now()
-	a, err := New(st, "webmail", time.Hour, 10).Create(ctx, 1, "a@example.com", now)
+	a, err := New(st, "webmail", time.Hour, 10).Create(ctx, 1, "a@example.com", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +173,8 @@ func TestRecheck(t *testing.T) {
 	st := testStore(t)
 	now := time.Now()
 	here, there := New(st, "webmail", time.Hour, 10), New(st, "webmail", time.Hour, 10)
-	a, _ := here.Create(ctx, 1, "a@example.com", now)
-	b, _ := here.Create(ctx, 1, "a@example.com", now)
+	a, _ := here.Create(ctx, 1, "a@example.com", "", now)
+	b, _ := here.Create(ctx, 1, "a@example.com", "", now)
 	for _, s := range []*Session{a, b} {
 		if g, err := here.Get(ctx, s.ID, now); err != nil || g == nil {
 			t.Fatalf("Get: %+v, %v", g, err)
@@ -196,8 +196,8 @@ func TestRecheck(t *testing.T) {
 		t.Fatal("a session ended through this table opened a page")
 	}
 	// A password change here ends the account's other sessions here at once.
-	c, _ := here.Create(ctx, 2, "b@example.com", now)
-	d, _ := here.Create(ctx, 2, "b@example.com", now)
+	c, _ := here.Create(ctx, 2, "b@example.com", "", now)
+	d, _ := here.Create(ctx, 2, "b@example.com", "", now)
 	here.Get(ctx, c.ID, now)
 	here.Get(ctx, d.ID, now)
 	if err := here.DeleteAccount(ctx, 2, d); err != nil {
@@ -225,7 +225,7 @@ func BenchmarkGet(b *testing.B) {
 	st.AddAccount(ctx, "a@example.com", "h")
 	ss := New(st, "webmail", 24*time.Hour, 10)
 	now := time.Now()
-	s, err := ss.Create(ctx, 1, "a@example.com", now)
+	s, err := ss.Create(ctx, 1, "a@example.com", "", now)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -243,5 +243,42 @@ func BenchmarkGet(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestListAndEnd: an account sees its own sessions, marked which is the
+// asking one, and can end one of them, but never another account's.
+func TestListAndEnd(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	ss := New(testStore(t), "webmail", time.Hour, 10)
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "192.0.2.7:4000"
+	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0")
+	if d := Describe(r); d != "Firefox on Linux, 192.0.2.7" {
+		t.Errorf("Describe: %q", d)
+	}
+	a1, _ := ss.Create(ctx, 1, "a@example.com", Describe(r), now)
+	a2, _ := ss.Create(ctx, 1, "a@example.com", "other", now.Add(time.Second))
+	b, _ := ss.Create(ctx, 2, "b@example.com", "b's", now)
+	l, err := ss.List(ctx, a1, now.Add(2*time.Second))
+	if err != nil || len(l) != 2 || l[0].Client != "other" || l[0].Current || !l[1].Current || l[1].Client != "Firefox on Linux, 192.0.2.7" {
+		t.Fatalf("List: %+v, %v", l, err)
+	}
+	lb, _ := ss.List(ctx, b, now)
+	if err := ss.End(ctx, a1, lb[0].Key, now); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := ss.Get(ctx, b.ID, now); s == nil {
+		t.Fatal("an account ended another account's session")
+	}
+	if s, _ := ss.Get(ctx, a2.ID, now); s == nil { // read, so that End must drop it from the recent ones
+		t.Fatal("a2 not live")
+	}
+	if err := ss.End(ctx, a1, l[0].Key, now); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := ss.Get(ctx, a2.ID, now); s != nil {
+		t.Fatal("an ended session still opens pages")
 	}
 }

@@ -58,8 +58,8 @@
 //	                                         a program's settings per account
 //	                                         (the webmail's JSON), replaced
 //	                                         by compare-and-swap on version
-//	sessions   (app, id, account_id, csrf, created, last_seen, expires)
-//	                                         browser sessions; id is a digest
+//	sessions   (app, id, account_id, csrf, created, last_seen, expires,
+//	            client)                      browser sessions; id is a digest
 //	                                         of the cookie (internal/websession)
 //	spam_models (account_id, data, version)  spam filter models (0: the base),
 //	                                         compare-and-swap like prefs
@@ -67,6 +67,12 @@
 //	                                         deleted with the blob by a trigger
 //	secrets    (name, value)                 installation secrets (the SRS key)
 //	mta_sts    (domain_id, policy)           MTA-STS policy per local domain
+//	address_books (account_id, version)      the counter contacts' versions
+//	                                         are taken from (never reused)
+//	contacts   (account_id, href, uid, card, name, emails, categories,
+//	            version, modified)           address book cards (vCard text)
+//	identities (id, account_id, address, address_lc, name, signature)
+//	                                         the addresses an account sends as
 //
 // Everything kept for an account goes with its row (foreign keys with ON
 // DELETE CASCADE, a trigger for spam_models, whose base model has no

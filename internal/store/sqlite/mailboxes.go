@@ -407,7 +407,7 @@ func (s *Store) renameInbox(ctx context.Context, accountID int64, to string) err
 }
 
 // nextIDExpr is the SQL for the ID of a new row named by the counter key
-// of meta (schema step 14: IDs never handed out twice). Before that step
+// of meta (schema step 15: IDs never handed out twice). Before that step
 // (a test's older schema) it is NULL, and SQLite picks the rowid.
 func nextIDExpr(key string) string {
 	return "(SELECT value + 1 FROM meta WHERE key = '" + key + "')"

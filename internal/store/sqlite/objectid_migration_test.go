@@ -7,7 +7,7 @@ import (
 	"pimail/internal/store"
 )
 
-// TestObjectIDMigration: a database made before schema step 14 keeps its
+// TestObjectIDMigration: a database made before schema step 15 keeps its
 // mailbox and blob IDs (IMAP's MAILBOXID and EMAILID), and from the
 // upgrade on new ones are above every ID in use and never handed out
 // twice, also after the newest mailbox is deleted.
@@ -15,7 +15,7 @@ func TestObjectIDMigration(t *testing.T) {
 	dir := t.TempDir()
 	orig := migrations
 	t.Cleanup(func() { migrations, testSchema = orig, 0 })
-	migrations, testSchema = orig[:13], 13
+	migrations, testSchema = orig[:14], 14
 	s, err := Open(dir, testOptions())
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,12 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
 	}
+	return scanListItems(rows, limit)
+}
+
+// scanListItems reads the rows of pageQuery (and listItemsQuery), and
+// closes them.
+func scanListItems(rows *sql.Rows, limit int) ([]store.ListItem, error) {
 	defer rows.Close()
 	out := make([]store.ListItem, 0, min(limit, 200))
 	var (
@@ -59,31 +65,24 @@ func (s *Store) MailboxPage(ctx context.Context, mailboxID int64, offset, limit 
 		date         sql.NullInt64
 		offsetSecs   int64
 		parsed       sql.RawBytes
-		zones        = map[int64]*time.Location{}
+		zs           = zones{}
 		subject, frm string
 	)
 	for rows.Next() {
 		var it store.ListItem
 		if err := rows.Scan(&it.UID, &it.Flags, &kws, &idate, &it.Size, &subject, &frm, &it.To,
 			&date, &offsetSecs, &parsed); err != nil {
-			return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
+			return nil, fmt.Errorf("sqlite store: list rows: %w", err)
 		}
 		it.Subject, it.From = subject, frm
 		it.Keywords = splitKeywords(kws)
 		it.InternalDate = time.Unix(idate, 0)
-		if date.Valid {
-			z, ok := zones[offsetSecs]
-			if !ok {
-				z = time.FixedZone("", int(offsetSecs))
-				zones[offsetSecs] = z
-			}
-			it.Date = time.Unix(date.Int64, 0).In(z)
-		}
+		it.Date = zs.at(date, offsetSecs)
 		it.HasAttachment = hasAttachment(parsed)
 		out = append(out, it)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite store: mailbox page: %w", err)
+		return nil, fmt.Errorf("sqlite store: list rows: %w", err)
 	}
 	return out, nil
 }

@@ -461,7 +461,46 @@ ALTER TABLE mailboxes DROP COLUMN subscribed;
 ALTER TABLE mailboxes ADD COLUMN first_recent_uid INTEGER NOT NULL DEFAULT 1;
 UPDATE mailboxes SET first_recent_uid = uidnext;
 `,
-	// 14: mailbox and blob IDs never handed out twice (store/doc.go,
+	// 14: the webmail's address books and identities (contacts.go,
+	// identities.go), and a description of each session's browser for
+	// the user's list of sessions. A card is kept as its writer gave it,
+	// with the fields it is listed and searched by (newline-separated
+	// lists); address_books holds each account's counter from which every
+	// write takes the card's new version, so that a version (CardDAV's
+	// ETag) is never given twice, not even to a card deleted and made
+	// again. All of it goes with the account.
+	`
+CREATE TABLE address_books (
+	account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+	version    INTEGER NOT NULL
+);
+CREATE TABLE contacts (
+	account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	href       TEXT NOT NULL,
+	uid        TEXT NOT NULL,
+	card       BLOB NOT NULL,
+	name       TEXT NOT NULL,
+	emails     TEXT NOT NULL, -- newline-separated
+	categories TEXT NOT NULL, -- newline-separated
+	version    INTEGER NOT NULL,
+	modified   INTEGER NOT NULL, -- Unix milliseconds
+	PRIMARY KEY (account_id, href)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX contacts_uid ON contacts(account_id, uid);
+
+CREATE TABLE identities (
+	id         INTEGER PRIMARY KEY,
+	account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+	address    TEXT NOT NULL,
+	address_lc TEXT NOT NULL, -- lower case, for uniqueness
+	name       TEXT NOT NULL,
+	signature  TEXT NOT NULL
+);
+CREATE UNIQUE INDEX identities_address ON identities(account_id, address_lc);
+
+ALTER TABLE sessions ADD COLUMN client TEXT NOT NULL DEFAULT '';
+`,
+	// 15: mailbox and blob IDs never handed out twice (store/doc.go,
 	// "Identifiers"; IMAP's MAILBOXID and EMAILID, RFC 8474). A rowid
 	// alone is max(id)+1, which gives the ID of a deleted newest row
 	// again; counters in meta that only grow name new rows instead. They

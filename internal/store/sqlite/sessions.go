@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"pimail/internal/store"
 )
@@ -33,9 +34,9 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session, maxPerAccou
 				return fmt.Errorf("bound sessions: %w", err)
 			}
 		}
-		_, err := w.exec(`INSERT INTO sessions (app, id, account_id, csrf, created, last_seen, expires)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, ss.App, ss.ID, ss.AccountID, ss.CSRF,
-			ss.Created.UnixMilli(), ss.LastSeen.UnixMilli(), ss.Expires.UnixMilli())
+		_, err := w.exec(`INSERT INTO sessions (app, id, account_id, csrf, created, last_seen, expires, client)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ss.App, ss.ID, ss.AccountID, ss.CSRF,
+			ss.Created.UnixMilli(), ss.LastSeen.UnixMilli(), ss.Expires.UnixMilli(), cutUTF8(ss.Client, maxSessionClient))
 		if isConstraint(err) {
 			var n int
 			if err := w.queryRow("SELECT count(*) FROM accounts WHERE id = ?", ss.AccountID).Scan(&n); err != nil {
@@ -57,10 +58,10 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session, maxPerAccou
 func (s *Store) Session(ctx context.Context, app, id string, now time.Time) (store.Session, error) {
 	ss := store.Session{App: app, ID: id}
 	var created, lastSeen, expires int64
-	err := s.readRow(ctx, `SELECT s.account_id, a.address, s.csrf, s.created, s.last_seen, s.expires
+	err := s.readRow(ctx, `SELECT s.account_id, a.address, s.csrf, s.created, s.last_seen, s.expires, s.client
 		FROM sessions s JOIN accounts a ON a.id = s.account_id
 		WHERE s.app = ? AND s.id = ? AND s.expires > ?`, app, id, now.UnixMilli()).
-		Scan(&ss.AccountID, &ss.Address, &ss.CSRF, &created, &lastSeen, &expires)
+		Scan(&ss.AccountID, &ss.Address, &ss.CSRF, &created, &lastSeen, &expires, &ss.Client)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
 	}
@@ -100,4 +101,44 @@ func (s *Store) DeleteAccountSessions(ctx context.Context, app string, accountID
 		}
 		return nil
 	})
+}
+
+// maxSessionClient bounds store.Session.Client.
+const maxSessionClient = 200
+
+// cutUTF8 shortens s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// AccountSessions lists an account's live sessions of app, most recently
+// seen first (schema version 14 added client).
+func (s *Store) AccountSessions(ctx context.Context, app string, accountID int64, now time.Time) ([]store.Session, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT s.id, a.address, s.csrf, s.created, s.last_seen, s.expires, s.client
+		FROM sessions s JOIN accounts a ON a.id = s.account_id
+		WHERE s.app = ? AND s.account_id = ? AND s.expires > ? ORDER BY s.last_seen DESC, s.id`, app, accountID, now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: sessions of account %d: %w", accountID, err)
+	}
+	defer rows.Close()
+	var out []store.Session
+	for rows.Next() {
+		ss := store.Session{App: app, AccountID: accountID}
+		var created, lastSeen, expires int64
+		if err := rows.Scan(&ss.ID, &ss.Address, &ss.CSRF, &created, &lastSeen, &expires, &ss.Client); err != nil {
+			return nil, fmt.Errorf("sqlite store: sessions of account %d: %w", accountID, err)
+		}
+		ss.Created, ss.LastSeen, ss.Expires = time.UnixMilli(created), time.UnixMilli(lastSeen), time.UnixMilli(expires)
+		out = append(out, ss)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite store: sessions of account %d: %w", accountID, err)
+	}
+	return out, nil
 }

@@ -86,6 +86,10 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"SpamModels", testSpamModels},
 		{"Secrets", testSecrets},
 		{"MTASTSPolicies", testMTASTSPolicies},
+		{"Contacts", testContacts},
+		{"Identities", testIdentities},
+		{"ListSorter", testListSorter},
+		{"AccountSessions", testAccountSessions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,16 +1,12 @@
-package imapd
+package mailthread
 
-import (
-	"strings"
+import "strings"
 
-	"pimail/internal/message"
-)
-
-// baseSubject extracts the base subject of RFC 5256 §2.1 from a decoded
+// BaseSubject extracts the base subject of RFC 5256 §2.1 from a decoded
 // subject, and reports whether the subject marked a reply or forward
 // (a removed "Re:"/"Fwd:" leader or "[fwd: ...]" wrapper), which THREAD
 // REFERENCES needs (RFC 5256 §4 step 5).
-func baseSubject(s string) (string, bool) {
+func BaseSubject(s string) (string, bool) {
 	// Step 1: whitespace runs (tabs, folding) become one space.
 	s = strings.Join(strings.Fields(s), " ")
 	reply := false
@@ -99,20 +95,9 @@ func hasPrefixFold(s, p string) bool {
 	return len(s) >= len(p) && strings.EqualFold(s[:len(p)], p)
 }
 
-// subjectOf returns the decoded subject of a message.
-func subjectOf(p *message.Parsed) string {
-	if p == nil {
-		return ""
-	}
-	if p.Subject != "" {
-		return p.Subject
-	}
-	return message.DecodeHeaderValue(p.Envelope.Subject)
-}
-
-// asciiUpper folds ASCII letters for the i;ascii-casemap collation
+// FoldASCII upper-cases ASCII letters for the i;ascii-casemap collation
 // (RFC 4790 §9.2) that SORT and THREAD compare strings with.
-func asciiUpper(s string) string {
+func FoldASCII(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'a' && c <= 'z' {
 			b := []byte(s)

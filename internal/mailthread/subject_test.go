@@ -1,4 +1,4 @@
-package imapd
+package mailthread
 
 import "testing"
 
@@ -22,9 +22,9 @@ func TestBaseSubject(t *testing.T) {
 		{"", "", false},
 	}
 	for _, c := range cases {
-		base, reply := baseSubject(c.in)
+		base, reply := BaseSubject(c.in)
 		if base != c.base || reply != c.reply {
-			t.Errorf("baseSubject(%q) = %q, %v; want %q, %v", c.in, base, reply, c.base, c.reply)
+			t.Errorf("BaseSubject(%q) = %q, %v; want %q, %v", c.in, base, reply, c.base, c.reply)
 		}
 	}
 }
