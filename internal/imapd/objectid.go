@@ -25,7 +25,7 @@ import (
 //     command (RFC 5256) computes threads on demand and is unaffected.
 //
 // The letters keep the IDs from looking like numbers a client might
-// confuse with UIDs (§3 advises against that); the numbers themselves say
+// confuse with UIDs or sequence numbers; the numbers themselves say
 // how many mailboxes and messages the server has stored, which a user
 // learns anyway from UIDVALIDITY and is no secret of another user.
 
