@@ -94,6 +94,15 @@ func TestCopyFromSQLite(t *testing.T) {
 		LastSeen: now, Expires: now.Add(time.Hour), Client: "Firefox on Linux"}, 0); err != nil {
 		t.Fatal(err)
 	}
+	// The newest mailbox, deleted before the copy: its ID (a MAILBOXID a
+	// client may have seen, RFC 8474) stays taken in PostgreSQL.
+	gone, err := src.CreateMailbox(c, a.ID, "Gone", store.SpecialNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.DeleteMailbox(c, a.ID, "Gone"); err != nil {
+		t.Fatal(err)
+	}
 	snap := filepath.Join(t.TempDir(), "snap")
 	if _, err := src.Snapshot(c, snap, sqlite.SnapshotOptions{}); err != nil {
 		t.Fatal(err)
@@ -179,6 +188,9 @@ func TestCopyFromSQLite(t *testing.T) {
 	}
 	if l, err := dst.AccountSessions(c, "webmail", a.ID, now); err != nil || len(l) != 1 || l[0].Client != "Firefox on Linux" {
 		t.Fatalf("sessions after the copy: %+v, %v", l, err)
+	}
+	if mb, err := dst.CreateMailbox(c, a.ID, "New", store.SpecialNone); err != nil || mb.ID <= gone.ID {
+		t.Fatalf("mailbox created after the copy: %+v, %v; the one deleted before it had ID %d", mb, err, gone.ID)
 	}
 	// New mail goes on with the next UID, and new rows get new IDs.
 	d, err := dst.Deliver(c, store.Delivery{Raw: testMessage(1000), Recipients: []store.Recipient{{AccountID: a.ID}}})
