@@ -128,7 +128,8 @@ func accountExists(w *wtx, accountID int64) error {
 }
 
 func (s *Store) Mailboxes(ctx context.Context, accountID int64) ([]store.Mailbox, error) {
-	rows, err := s.rdb.QueryContext(ctx, "SELECT "+mailboxFullCols+" FROM mailboxes WHERE account_id = ? ORDER BY name", accountID)
+	// Listed for every webmail page and IMAP LIST: a cached statement.
+	rows, err := s.readQuery(ctx, "SELECT "+mailboxFullCols+" FROM mailboxes WHERE account_id = ? ORDER BY name", accountID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: list mailboxes: %w", err)
 	}

@@ -79,6 +79,16 @@ func (s *Store) queryRow(ctx context.Context, c *stmtCache, db *sql.DB, q string
 	return db.QueryRowContext(ctx, q, args...)
 }
 
+// readQuery runs a constant query on the read pool with a cached
+// statement (parsing the SQL again was most of the cost of a short query
+// asked for every page, such as the list of mailboxes).
+func (s *Store) readQuery(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st, err := s.rstmts.get(s.ctx, s.rdb, q); err == nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.rdb.QueryContext(ctx, q, args...)
+}
+
 // readRow runs a constant single-row query on the read pool.
 func (s *Store) readRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return s.queryRow(ctx, &s.rstmts, s.rdb, q, args...)
