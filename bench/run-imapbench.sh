@@ -7,6 +7,11 @@
 #   bash bench/run-imapbench.sh
 #   bash bench/run-imapbench.sh ../shared/corpus/mailbox/mailbox-21k.mbox
 #   bash bench/run-imapbench.sh --peer dovecot [MBOX...]
+#   bash bench/run-imapbench.sh --postgres [--peer dovecot] [MBOX...]
+#
+# --postgres also runs a second pimail whose store is in PostgreSQL (a
+# server of its own from bench/pgserver, a database per mbox) and measures
+# it in the same run as "pimail-pg", queries interleaved with the others.
 #
 # --peer dovecot measures the Postfix + Dovecot peer of
 # ../shared/peers/postfix-dovecot in the same run: it runs its setup.sh when
@@ -27,6 +32,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
 peer=""
+postgres=""
+if [[ ${1:-} == --postgres ]]; then
+	postgres=1
+	shift
+fi
 if [[ ${1:-} == --peer ]]; then
 	peer=${2:?"--peer needs a name (dovecot)"}
 	shift 2
@@ -62,13 +72,18 @@ mboxes=("$@")
 ((${#mboxes[@]})) || mboxes=("$corpus/mailbox-1k.mbox" "$corpus/mailbox-9k.mbox")
 
 tmp=$(mktemp -d)
-pid=""
-cleanup() {
-	if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null || true
+pid="" pgpid="" pgserver=""
+stop_pid() {
+	if [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; then
+		kill -TERM "$1" 2>/dev/null || true
+		for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$1" 2>/dev/null || true
 	fi
+}
+cleanup() {
+	stop_pid "$pid"
+	stop_pid "$pgpid"
+	stop_pid "$pgserver"
 	rm -rf "$tmp"
 	if [[ -n $peer_started ]]; then sh "$peerdir/stop.sh"; fi
 }
@@ -78,9 +93,20 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 echo "building pimail and bench/imapbench"
 CGO_ENABLED=0 go build -o "$tmp/pimail" ./cmd/pimail
 go build -o "$tmp/imapbench" ./bench/imapbench
+pg_urls=()
+if [[ -n $postgres ]]; then
+	go build -o "$tmp/pgserver" ./bench/pgserver
+	"$tmp/pgserver" -n "${#mboxes[@]}" >"$tmp/pg.out" 2>"$tmp/pg.err" &
+	pgserver=$!
+	for _ in $(seq 600); do grep -q '^ready$' "$tmp/pg.out" 2>/dev/null && break; sleep 0.1; done
+	grep -q '^ready$' "$tmp/pg.out" || { cat "$tmp/pg.err"; echo "PostgreSQL did not start"; exit 1; }
+	mapfile -t pg_urls < <(grep '^postgres://' "$tmp/pg.out")
+fi
 
-for mbox in "${mboxes[@]}"; do
+for mi in "${!mboxes[@]}"; do
+	mbox=${mboxes[$mi]}
 	data="$tmp/data-$(basename "$mbox" .mbox)"
+	"$tmp/pimail" init --data "$data" >/dev/null
 	"$tmp/pimail" domain add --data "$data" localhost >/dev/null
 	"$tmp/pimail" account add --data "$data" --password bench-password-1 me@localhost >/dev/null
 	imap="127.0.0.1:${IMAP_PORT:-$(free_port)}"
@@ -93,11 +119,32 @@ for mbox in "${mboxes[@]}"; do
 		kill -0 "$pid" 2>/dev/null || { cat "$tmp/server.log"; echo "pimail exited"; exit 1; }
 		sleep 0.1
 	done
+	also=()
+	if [[ -n $postgres ]]; then
+		pgdata="$tmp/pgdata-$(basename "$mbox" .mbox)"
+		pgurl=${pg_urls[$mi]}
+		"$tmp/pimail" domain add --data "$pgdata" --database "$pgurl" localhost >/dev/null
+		"$tmp/pimail" account add --data "$pgdata" --database "$pgurl" --password bench-password-1 me@localhost >/dev/null
+		pgimap="127.0.0.1:$(free_port)"
+		"$tmp/pimail" serve --data "$pgdata" --database "$pgurl" --hostname bench.local --smtp "" --imap "$pgimap" \
+			--submission "" --submissions "" --imaps "" --pop3 "" --pop3s "" --managesieve "" --http "" --https "" \
+			2>"$tmp/server-pg.log" &
+		pgpid=$!
+		for _ in $(seq 300); do
+			grep -qs 'pimail: ready' "$tmp/server-pg.log" && break
+			kill -0 "$pgpid" 2>/dev/null || { cat "$tmp/server-pg.log"; echo "pimail (PostgreSQL) exited"; exit 1; }
+			sleep 0.1
+		done
+		also=(-also "pimail-pg=$pgimap")
+		echo "== pimail-pg: the same binary with --database (PostgreSQL $("$(compgen -G '/usr/lib/postgresql/*/bin/postgres' | tail -1)" --version | awk '{print $3}'), unix socket, same machine)"
+	fi
 	ensure_peer
 	echo "== pimail $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m), $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	"$tmp/imapbench" -addr "$imap" -user me@localhost -pass bench-password-1 -mbox "$mbox" \
 		-keep -datadir "$data" ${SETTLE:+-settle "$SETTLE"} ${RUNS:+-runs "$RUNS"} \
-		-pipeline "${PIPELINE:-32}" -multiappend "${MULTIAPPEND:-100}" "${peer_args[@]}"
+		-pipeline "${PIPELINE:-32}" -multiappend "${MULTIAPPEND:-100}" "${also[@]}" "${peer_args[@]}"
 	echo "pimail memory: $(grep -E '^(VmRSS|VmHWM)' /proc/$pid/status | tr -s ' \t' ' ' | paste -sd, -)"
+	[[ -z $pgpid ]] || echo "pimail-pg memory: $(grep -E '^(VmRSS|VmHWM)' /proc/$pgpid/status | tr -s ' \t' ' ' | paste -sd, -)"
 	kill -TERM "$pid"; wait "$pid" || true; pid=""
+	stop_pid "$pgpid"; pgpid=""
 done

@@ -35,6 +35,7 @@ CGO_ENABLED=0 go build -o "$tmp/pimail" ./cmd/pimail
 go build -o "$tmp/ingest" ./bench/ingest
 
 data="$tmp/data"
+"$tmp/pimail" init --data "$data" >/dev/null
 "$tmp/pimail" domain add --data "$data" localhost >/dev/null
 rcpts=""
 for i in $(seq "$RCPTS"); do

@@ -7,7 +7,8 @@
 # offlineimap3, clamav-daemon for the real-clamd test, chromium for the
 # webmail browser test, postfix for the interop test, sieve-connect for
 # the ManageSieve test, pebble for the ACME test, vdirsyncer for the
-# CardDAV sync test) when they are missing,
+# CardDAV sync test, postgresql for the store on PostgreSQL) when they are
+# missing,
 # then: gofmt check, go vet, CGO-free builds for amd64, arm64 and armv7
 # (the Raspberry Pi targets), the unit tests, the black-box tests in test/
 # (which start the binary built here), and every fuzz target for a few
@@ -55,6 +56,9 @@ install_clients() {
 	perl -MMail::AuthenticationResults::Parser -e 1 2>/dev/null || missing+=(libmail-authenticationresults-perl)
 	command -v sieve-connect >/dev/null 2>&1 || missing+=(sieve-connect)
 	command -v vdirsyncer >/dev/null 2>&1 || missing+=(vdirsyncer)
+	# PostgreSQL 15 (initdb, postgres, pg_trgm) for the store's tests on
+	# PostgreSQL; they start their own server (internal/pgtest).
+	compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 	if ((${#missing[@]} == 0)); then
 		echo "client tools present"
 		return

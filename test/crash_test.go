@@ -50,7 +50,7 @@ func TestCrashDuringDelivery(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			crashSender(srv.SMTP, users[0], c, want, func(i int) {
+			crashSender(srv.SMTP, users[0], c, crashConns, want, func(i int) {
 				acked[i].Store(true)
 				if nAcked.Add(1) == crashKillAt {
 					kill()
@@ -109,16 +109,16 @@ func TestCrashDuringDelivery(t *testing.T) {
 	}
 }
 
-// crashSender sends messages c, c+crashConns, ... over one connection and
-// calls ok(i) for each acknowledged one; it stops at the first error (the
-// server was killed).
-func crashSender(addr, rcpt string, c int, msgs [][]byte, ok func(int)) {
+// crashSender sends messages first, first+stride, ... over one
+// connection and calls ok(i) for each acknowledged one; it stops at the
+// first error (the server was killed).
+func crashSender(addr, rcpt string, first, stride int, msgs [][]byte, ok func(int)) {
 	s, err := rawSMTP(addr)
 	if err != nil {
 		return
 	}
 	defer s.Close()
-	for i := c; i < len(msgs); i += crashConns {
+	for i := first; i < len(msgs); i += stride {
 		if err := s.transaction("sender@example.org", []string{rcpt}, msgs[i]); err != nil {
 			return
 		}

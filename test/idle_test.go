@@ -14,9 +14,15 @@ func TestIdleSeesDelivery(t *testing.T) {
 	srv := NewServer(t, "[spam]\nenabled = false\n") // not about spam: every message to INBOX
 	users := srv.AddAccounts("idler")
 	srv.Start()
+	idleSeesDelivery(t, srv, srv, users)
+}
 
+// idleSeesDelivery delivers three messages to users over SMTP at mx and
+// checks that a client in IDLE at the IMAP server of idler learns of each
+// within a second of the 250.
+func idleSeesDelivery(t *testing.T, mx, idler *Server, users []string) {
 	exists := make(chan uint32, 16)
-	c := imapLogin(t, srv.IMAP, users[0], &imapclient.Options{
+	c := imapLogin(t, idler.IMAP, users[0], &imapclient.Options{
 		UnilateralDataHandler: &imapclient.UnilateralDataHandler{
 			Mailbox: func(d *imapclient.UnilateralDataMailbox) {
 				if d.NumMessages != nil {
@@ -41,7 +47,7 @@ func TestIdleSeesDelivery(t *testing.T) {
 	}
 
 	for i := 1; i <= 3; i++ {
-		s := dialSMTP(t, srv.SMTP)
+		s := dialSMTP(t, mx.SMTP)
 		s.send("sender@example.org", users, generatedMessage("idle", i, 2048))
 		acked := time.Now()
 		deadline := time.After(time.Second)

@@ -36,6 +36,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "blackbox:", err)
 		return 1
 	}
+	defer stopPostgres()
 	return m.Run()
 }
 

@@ -33,6 +33,9 @@ type Server struct {
 	Config string // path of a config file, or ""
 	// Prefix is a command the server runs under (e.g. prlimit), or nil.
 	Prefix []string
+	// Database is the PostgreSQL URL of the store ("": SQLite in Data);
+	// NewServer sets it for the tests onPostgres names (postgres_test.go).
+	Database string
 	// Hostname is given to serve as --hostname; "" means test.local.
 	Hostname string
 	// Env is added to the environment of pimail serve.
@@ -53,7 +56,17 @@ type serverProc struct {
 // file given to serve. The server is not started.
 func NewServer(t *testing.T, config string) *Server {
 	t.Helper()
+	return newServer(t, config, onPostgres(t))
+}
+
+// newServer is NewServer with the store in a new PostgreSQL database when
+// pg is true.
+func newServer(t *testing.T, config string, pg bool) *Server {
+	t.Helper()
 	s := &Server{t: t, Data: filepath.Join(t.TempDir(), "data")}
+	if pg {
+		s.Database = postgresDatabase(t)
+	}
 	s.SMTP = freeAddr(t)
 	s.IMAP = freeAddr(t)
 	if config != "" {
@@ -62,11 +75,28 @@ func NewServer(t *testing.T, config string) *Server {
 			t.Fatal(err)
 		}
 	}
-	runTool(t, time.Minute, "", nil, pimailBin, "init", "--data", s.Data)
+	if s.Database == "" { // a PostgreSQL store needs no data directory
+		runTool(t, time.Minute, "", nil, pimailBin, "init", "--data", s.Data)
+	}
 	s.Admin("domain", "add", testDomain)
 	// Registered after TempDir, so it runs before the directory is removed.
 	t.Cleanup(s.cleanup)
 	return s
+}
+
+// Node returns another node on s's PostgreSQL database: a server with a
+// data directory and ports of its own and the same store (cluster_test.go).
+func (s *Server) Node() *Server {
+	s.t.Helper()
+	if s.Database == "" {
+		s.t.Fatal("Node of a server without a database")
+	}
+	n := &Server{t: s.t, Data: filepath.Join(s.t.TempDir(), "data"), Config: s.Config, Database: s.Database,
+		Hostname: s.Hostname, Env: s.Env}
+	n.SMTP = freeAddr(s.t)
+	n.IMAP = freeAddr(s.t)
+	s.t.Cleanup(n.cleanup)
+	return n
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -84,6 +114,9 @@ func freeAddr(t *testing.T) string {
 func (s *Server) Admin(args ...string) string {
 	s.t.Helper()
 	args = append(args, "--data", s.Data)
+	if s.Database != "" {
+		args = append(args, "--database", s.Database)
+	}
 	return string(runTool(s.t, 2*time.Minute, "", nil, pimailBin, args...))
 }
 
@@ -121,6 +154,9 @@ func (s *Server) StartWith(l Listeners) {
 	if s.Config != "" {
 		args = append(args, "--config", s.Config)
 	}
+	if s.Database != "" {
+		args = append(args, "--database", s.Database)
+	}
 	p := &serverProc{log: newLogWriter(), exited: make(chan struct{})}
 	if len(s.Prefix) > 0 {
 		args = append(append(s.Prefix[1:], pimailBin), args...)
@@ -148,6 +184,9 @@ func (s *Server) StartWith(l Listeners) {
 		s.t.Fatalf("pimail serve exited before ready (%v):\n%s", p.cmd.ProcessState, p.log.tail(8000))
 	case <-time.After(readyTimeout):
 		s.t.Fatalf("pimail serve not ready after %v:\n%s", readyTimeout, p.log.tail(8000))
+	}
+	if _, err := os.Stat(filepath.Join(s.Data, "pimail.db")); s.Database != "" && err == nil {
+		s.t.Fatalf("serve --database %s made an SQLite database in %s", s.Database, s.Data)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,6 +35,7 @@ type options struct {
 	addr, user, pass, mailbox, mbox, dataDir string
 	name, peerName, peerAddr, peerUser       string
 	peerPass                                 string
+	also                                     []string // NAME=HOST:PORT, same login as -addr
 	tls, insecure, keep, fresh               bool
 	runs, limit, multiAppend, pipeline       int
 	settle, timeout                          time.Duration
@@ -61,6 +63,13 @@ func main() {
 	flag.StringVar(&o.peerUser, "peer-user", "", "login user on the second server")
 	flag.StringVar(&o.peerPass, "peer-pass", "", "password on the second server")
 	flag.StringVar(&o.peerName, "peer-name", "peer", "name of the second server in the output")
+	flag.Func("also", "another server with the login of -addr, NAME=HOST:PORT (repeatable): pimail on another store, measured in the same run", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want NAME=HOST:PORT")
+		}
+		o.also = append(o.also, v)
+		return nil
+	})
 	flag.BoolVar(&o.fresh, "fresh", false, "delete the benchmark mailbox first if it exists")
 	cmp := flag.Bool("compare-fts", false, "compare FTS5 layouts on the mbox and exit (no server)")
 	flag.Parse()

@@ -38,6 +38,10 @@ func run(o options, msgs [][]byte) error {
 	fmt.Printf("date        %s: %d messages\n", ch.day.Format("2-Jan-2006"), ch.dayN)
 
 	targets := []*target{{name: o.name, addr: o.addr, user: o.user, pass: o.pass, tls: o.tls, insecure: o.insecure, keep: o.keep}}
+	for _, a := range o.also {
+		name, addr, _ := strings.Cut(a, "=")
+		targets = append(targets, &target{name: name, addr: addr, user: o.user, pass: o.pass, keep: o.keep})
+	}
 	if o.peerAddr != "" {
 		targets = append(targets, &target{name: o.peerName, addr: o.peerAddr, user: o.peerUser, pass: o.peerPass})
 	}
@@ -342,8 +346,8 @@ func (t *target) expunges() ([]result, []string, error) {
 	return out, names, nil
 }
 
-// printTable prints the medians side by side (Markdown) and, with two
-// targets, how many times faster the first is (second / first).
+// printTable prints the medians side by side (Markdown) and how many
+// times faster the first target is than each other (other / first).
 func printTable(targets []*target, names []string, res [][]result) {
 	fmt.Println()
 	head := "| operation |"
@@ -352,8 +356,8 @@ func printTable(targets []*target, names []string, res [][]result) {
 		head += " " + t.name + " ms |"
 		sep += "---|"
 	}
-	if len(targets) == 2 {
-		head += fmt.Sprintf(" %s / %s |", targets[1].name, targets[0].name)
+	for _, t := range targets[1:] {
+		head += fmt.Sprintf(" %s / %s |", t.name, targets[0].name)
 		sep += "---|"
 	}
 	head += " matches |"
@@ -367,16 +371,16 @@ func printTable(targets []*target, names []string, res [][]result) {
 			line += fmt.Sprintf(" %.1f |", ms(r.median))
 			ms0 = append(ms0, r.matches)
 		}
-		if len(targets) == 2 {
-			line += fmt.Sprintf(" %.2f× |", float64(res[i][1].median)/float64(max(res[i][0].median, 1)))
+		for j := 1; j < len(targets); j++ {
+			line += fmt.Sprintf(" %.2f× |", float64(res[i][j].median)/float64(max(res[i][0].median, 1)))
 		}
 		line += " " + strings.Join(ms0, " / ") + " |"
 		fmt.Println(line)
 	}
 }
 
-// printLoadTable prints the load rates (msgs/s) side by side and, with two
-// targets, how many times faster the first is (first / second).
+// printLoadTable prints the load rates (msgs/s) side by side and how many
+// times faster the first target is than each other (first / other).
 func printLoadTable(targets []*target, o options, pipe, multi []float64) {
 	fmt.Println()
 	head, sep := "| load, msgs/s (one connection) |", "|---|"
@@ -384,8 +388,8 @@ func printLoadTable(targets []*target, o options, pipe, multi []float64) {
 		head += " " + t.name + " |"
 		sep += "---|"
 	}
-	if len(targets) == 2 {
-		head += fmt.Sprintf(" %s / %s |", targets[0].name, targets[1].name)
+	for _, t := range targets[1:] {
+		head += fmt.Sprintf(" %s / %s |", targets[0].name, t.name)
 		sep += "---|"
 	}
 	fmt.Println(head)
@@ -395,10 +399,12 @@ func printLoadTable(targets []*target, o options, pipe, multi []float64) {
 		for _, r := range rates {
 			line += fmt.Sprintf(" %.0f |", r)
 		}
-		if len(rates) == 2 && rates[1] > 0 {
-			line += fmt.Sprintf(" %.2f× |", rates[0]/rates[1])
-		} else if len(rates) == 2 {
-			line += " |"
+		for _, r := range rates[1:] {
+			if r > 0 {
+				line += fmt.Sprintf(" %.2f× |", rates[0]/r)
+			} else {
+				line += " |"
+			}
 		}
 		fmt.Println(line)
 	}

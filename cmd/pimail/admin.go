@@ -18,7 +18,7 @@ import (
 )
 
 // subcommands dispatches "pimail NOUN VERB ...".
-func subcommands(noun string, verbs map[string]func(dataDir string, args []string) error, args []string, argsUsage map[string]string) error {
+func subcommands(noun string, verbs map[string]func(loc storeLoc, args []string) error, args []string, argsUsage map[string]string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		fmt.Fprintf(os.Stderr, "usage: pimail %s VERB [--data DIR] ...\n\nverbs:\n", noun)
 		for _, v := range []string{"add", "passwd", "list", "remove", "admin", "unadmin", "quota", "mta-sts"} {
@@ -54,11 +54,11 @@ func subcommands(noun string, verbs map[string]func(dataDir string, args []strin
 		}
 		pos = append(pos, p) // the verb takes the password as its last argument
 	}
-	dir, err := data.dir()
+	loc, err := data.loc()
 	if err != nil {
 		return err
 	}
-	return verb(dir, pos)
+	return verb(loc, pos)
 }
 
 func readPassword(flagValue string, fromStdin bool) (string, error) {
@@ -82,8 +82,8 @@ func readPassword(flagValue string, fromStdin bool) (string, error) {
 
 // withStore opens the store of an existing data directory, runs f, and
 // closes the store.
-func withStore(dataDir string, f func(ctx context.Context, st store.Store) error) error {
-	st, err := openStore(dataDir)
+func withStore(loc storeLoc, f func(ctx context.Context, st store.Store) error) error {
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -98,13 +98,13 @@ func cmdDomain(args []string) error {
 		}
 		return normalizeDomain(pos[0])
 	}
-	return subcommands("domain", map[string]func(string, []string) error{
-		"add": func(dir string, pos []string) error {
+	return subcommands("domain", map[string]func(storeLoc, []string) error{
+		"add": func(loc storeLoc, pos []string) error {
 			d, err := one(pos)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if _, err := st.AddDomain(ctx, d); err != nil {
 					return fmt.Errorf("add domain %s: %w", d, err)
 				}
@@ -112,12 +112,12 @@ func cmdDomain(args []string) error {
 				return nil
 			})
 		},
-		"remove": func(dir string, pos []string) error {
+		"remove": func(loc storeLoc, pos []string) error {
 			d, err := one(pos)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.RemoveDomain(ctx, d); err != nil {
 					return fmt.Errorf("remove domain %s: %w", d, err)
 				}
@@ -125,8 +125,8 @@ func cmdDomain(args []string) error {
 				return nil
 			})
 		},
-		"list": func(dir string, pos []string) error {
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+		"list": func(loc storeLoc, pos []string) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				ds, err := st.Domains(ctx)
 				if err != nil {
 					return err
@@ -148,13 +148,13 @@ func cmdAccount(args []string) error {
 		}
 		return normalizeAddress(pos[0])
 	}
-	return subcommands("account", map[string]func(string, []string) error{
-		"add": func(dir string, pos []string) error {
+	return subcommands("account", map[string]func(storeLoc, []string) error{
+		"add": func(loc storeLoc, pos []string) error {
 			a, err := addr(pos, 2)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := addAccount(ctx, st, a, pos[1]); err != nil {
 					return err
 				}
@@ -162,12 +162,12 @@ func cmdAccount(args []string) error {
 				return nil
 			})
 		},
-		"passwd": func(dir string, pos []string) error {
+		"passwd": func(loc storeLoc, pos []string) error {
 			a, err := addr(pos, 2)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := setPassword(ctx, st, a, pos[1]); err != nil {
 					return err
 				}
@@ -175,12 +175,12 @@ func cmdAccount(args []string) error {
 				return nil
 			})
 		},
-		"remove": func(dir string, pos []string) error {
+		"remove": func(loc storeLoc, pos []string) error {
 			a, err := addr(pos, 1)
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				aliases, err := st.Aliases(ctx)
 				if err != nil {
 					return err
@@ -200,8 +200,8 @@ func cmdAccount(args []string) error {
 		"admin":   setAdminVerb(addr, true),
 		"unadmin": setAdminVerb(addr, false),
 		"quota":   setQuotaVerb,
-		"list": func(dir string, pos []string) error {
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+		"list": func(loc storeLoc, pos []string) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				as, err := st.Accounts(ctx)
 				if err != nil {
 					return err
@@ -227,7 +227,7 @@ func cmdAccount(args []string) error {
 }
 
 // setQuotaVerb sets an account's storage limit (RFC 9208 STORAGE).
-func setQuotaVerb(dir string, pos []string) error {
+func setQuotaVerb(loc storeLoc, pos []string) error {
 	if len(pos) != 2 {
 		return usagef("want ADDRESS and SIZE")
 	}
@@ -239,7 +239,7 @@ func setQuotaVerb(dir string, pos []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	return withStore(dir, func(ctx context.Context, st store.Store) error {
+	return withStore(loc, func(ctx context.Context, st store.Store) error {
 		if err := st.SetQuota(ctx, a, n); err != nil {
 			return fmt.Errorf("set quota of %s: %w", a, err)
 		}
@@ -276,13 +276,13 @@ func parseSize(v string) (int64, error) {
 }
 
 // setAdminVerb grants or revokes the web admin.
-func setAdminVerb(addr func([]string, int) (string, error), admin bool) func(string, []string) error {
-	return func(dir string, pos []string) error {
+func setAdminVerb(addr func([]string, int) (string, error), admin bool) func(storeLoc, []string) error {
+	return func(loc storeLoc, pos []string) error {
 		a, err := addr(pos, 1)
 		if err != nil {
 			return err
 		}
-		return withStore(dir, func(ctx context.Context, st store.Store) error {
+		return withStore(loc, func(ctx context.Context, st store.Store) error {
 			if err := st.SetAdmin(ctx, a, admin); err != nil {
 				return fmt.Errorf("set admin of %s: %w", a, err)
 			}
@@ -293,8 +293,8 @@ func setAdminVerb(addr func([]string, int) (string, error), admin bool) func(str
 }
 
 func cmdAlias(args []string) error {
-	return subcommands("alias", map[string]func(string, []string) error{
-		"add": func(dir string, pos []string) error {
+	return subcommands("alias", map[string]func(storeLoc, []string) error{
+		"add": func(loc storeLoc, pos []string) error {
 			if len(pos) < 2 {
 				return usagef("want ADDRESS and at least one TARGET")
 			}
@@ -310,7 +310,7 @@ func cmdAlias(args []string) error {
 				}
 				targets = append(targets, n)
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.AddAlias(ctx, a, targets); err != nil {
 					if errors.Is(err, store.ErrNotFound) {
 						return fmt.Errorf("add alias %s: domain %s does not exist (pimail domain add)", a, message.DomainOf(a))
@@ -321,7 +321,7 @@ func cmdAlias(args []string) error {
 				return nil
 			})
 		},
-		"remove": func(dir string, pos []string) error {
+		"remove": func(loc storeLoc, pos []string) error {
 			if len(pos) != 1 {
 				return usagef("want exactly one ADDRESS")
 			}
@@ -329,7 +329,7 @@ func cmdAlias(args []string) error {
 			if err != nil {
 				return err
 			}
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				if err := st.RemoveAlias(ctx, a); err != nil {
 					return fmt.Errorf("remove alias %s: %w", a, err)
 				}
@@ -337,8 +337,8 @@ func cmdAlias(args []string) error {
 				return nil
 			})
 		},
-		"list": func(dir string, pos []string) error {
-			return withStore(dir, func(ctx context.Context, st store.Store) error {
+		"list": func(loc storeLoc, pos []string) error {
+			return withStore(loc, func(ctx context.Context, st store.Store) error {
 				as, err := st.Aliases(ctx)
 				if err != nil {
 					return err

@@ -45,6 +45,7 @@ SRV records of RFC 6186. One line per check: OK, WRONG (what is there and
 what is expected) or MISSING. Exit status 1 if any check fails.`)
 	cfgFile := fs.String("config", "", "configuration file: hostname, data directory and DNS servers come from it")
 	data := fs.String("data", "", "data directory with the DKIM keys (default: the config's, else "+defaultDataDir()+")")
+	database := fs.String("database", "", "PostgreSQL URL of the store (default: the config's)")
 	hostname := fs.String("hostname", "", "the server's public name (default: the config's hostname)")
 	servers := fs.String("dns", "", "DNS servers to ask, HOST[:PORT], comma-separated (default: the config's, else /etc/resolv.conf)")
 	ips := fs.String("ip", "", "addresses the host name must have, comma-separated (default: whatever it has)")
@@ -70,6 +71,9 @@ what is expected) or MISSING. Exit status 1 if any check fails.`)
 	if *data != "" {
 		cfg.Data = *data
 	}
+	if *database != "" {
+		cfg.Database = *database
+	}
 	if *hostname != "" {
 		cfg.Hostname = *hostname
 	}
@@ -89,7 +93,7 @@ what is expected) or MISSING. Exit status 1 if any check fails.`)
 		}
 		addrs = append(addrs, a.Unmap())
 	}
-	keys, err := storedDKIM(cfg.Data, domain)
+	keys, err := storedDKIM(storeLoc{cfg.Data, cfg.Database}, domain)
 	if err != nil {
 		return err
 	}
@@ -121,12 +125,12 @@ what is expected) or MISSING. Exit status 1 if any check fails.`)
 }
 
 // storedDKIM returns the DNS records of the domain's stored DKIM keys.
-func storedDKIM(dataDir, domain string) ([]dkim.Record, error) {
-	if _, err := os.Stat(filepath.Join(dataDir, "pimail.db")); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no pimail data directory at %s (give --data or --config)", dataDir)
+func storedDKIM(loc storeLoc, domain string) ([]dkim.Record, error) {
+	if _, err := os.Stat(filepath.Join(loc.dir, "pimail.db")); loc.database == "" && errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no pimail data directory at %s (give --data or --config)", loc.dir)
 	}
 	var out []dkim.Record
-	err := withStore(dataDir, func(ctx context.Context, st store.Store) error {
+	err := withStore(loc, func(ctx context.Context, st store.Store) error {
 		keys, err := st.DKIMKeys(ctx, domain)
 		if err != nil {
 			return fmt.Errorf("read DKIM keys of %s: %w", domain, err)

@@ -28,11 +28,11 @@ Ed25519) are generated and stored when the domain has none yet.`)
 	if err != nil {
 		return err
 	}
-	dir, err := data.dir()
+	loc, err := data.loc()
 	if err != nil {
 		return err
 	}
-	return withStore(dir, func(ctx context.Context, st store.Store) error {
+	return withStore(loc, func(ctx context.Context, st store.Store) error {
 		keys, err := dkim.EnsureKeys(ctx, st, domain)
 		if err != nil {
 			return err

@@ -43,11 +43,11 @@ func cmdExport(args []string) error {
 	if *format != "mbox" && *format != "maildir" {
 		return usagef("unknown format %q (want mbox or maildir)", *format)
 	}
-	dir, err := data.dir()
+	loc, err := data.loc()
 	if err != nil {
 		return err
 	}
-	st, err := openStore(dir)
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}

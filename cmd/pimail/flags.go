@@ -30,29 +30,36 @@ func defaultDataDir() string {
 // systemd unit runs with; $PIMAIL_CONFIG names another.
 const defaultConfig = "/etc/pimail/pimail.toml"
 
-// dataFlags are the --data and --config flags of a command that works on
-// an existing data directory.
-type dataFlags struct{ data, config *string }
+// dataFlags are the --data, --database and --config flags of a command
+// that works on an existing store.
+type dataFlags struct{ data, database, config *string }
 
 func addDataFlags(fs *flag.FlagSet) dataFlags {
 	return dataFlags{
-		data:   fs.String("data", "", "data directory (default: $PIMAIL_DATA, else the configuration's data, else ./pimail-data)"),
-		config: fs.String("config", "", "configuration file whose data directory to use (default: $PIMAIL_CONFIG, else "+defaultConfig+" if it exists)"),
+		data: fs.String("data", "", "data directory (default: $PIMAIL_DATA, else the configuration's data, else ./pimail-data)"),
+		database: fs.String("database", "", "PostgreSQL URL of the store, postgres://… (default: $PIMAIL_DATABASE, "+
+			"else the configuration's database; none: SQLite in the data directory)"),
+		config: fs.String("config", "", "configuration file whose data directory and database to use (default: $PIMAIL_CONFIG, else "+defaultConfig+" if it exists)"),
 	}
 }
 
-// dir returns the data directory the flags name: --data, else
+// loc returns where the store is. The data directory: --data, else
 // $PIMAIL_DATA, else the data key of the configuration file (--config,
 // $PIMAIL_CONFIG, or /etc/pimail/pimail.toml when it exists), else
-// ./pimail-data. It must hold a store already: only serve, localserve and
+// ./pimail-data; the database: --database, else $PIMAIL_DATABASE, else
+// the configuration's database key. Without a database the data
+// directory must hold a store already: only serve, localserve and
 // quickstart create one, so that a wrong directory is an error, not a new
 // empty store.
-func (f dataFlags) dir() (string, error) {
-	dir := *f.data
-	if dir == "" {
-		dir = os.Getenv("PIMAIL_DATA")
+func (f dataFlags) loc() (storeLoc, error) {
+	loc := storeLoc{dir: *f.data, database: *f.database}
+	if loc.dir == "" {
+		loc.dir = os.Getenv("PIMAIL_DATA")
 	}
-	if dir == "" {
+	if loc.database == "" {
+		loc.database = os.Getenv("PIMAIL_DATABASE")
+	}
+	if loc.dir == "" || loc.database == "" {
 		cfgFile := *f.config
 		if cfgFile == "" {
 			cfgFile = os.Getenv("PIMAIL_CONFIG")
@@ -65,15 +72,33 @@ func (f dataFlags) dir() (string, error) {
 		if cfgFile != "" {
 			cfg, err := config.Load(cfgFile)
 			if err != nil {
-				return "", err
+				return loc, err
 			}
-			dir = cfg.Data
+			if loc.dir == "" {
+				loc.dir = cfg.Data
+			}
+			if loc.database == "" {
+				loc.database = cfg.Database
+			}
 		}
 	}
-	if dir == "" {
-		dir = "pimail-data"
+	if loc.dir == "" {
+		loc.dir = "pimail-data"
 	}
-	return dir, requireDataDir(dir)
+	if loc.database != "" {
+		return loc, nil
+	}
+	return loc, requireDataDir(loc.dir)
+}
+
+// dir returns the data directory of an SQLite store (see loc); a store in
+// PostgreSQL is an error.
+func (f dataFlags) dir() (string, error) {
+	loc, err := f.loc()
+	if err == nil && loc.database != "" {
+		err = usagef("the store is in PostgreSQL (%s): this command is for an SQLite data directory", redactURL(loc.database))
+	}
+	return loc.dir, err
 }
 
 // requireDataDir fails unless dir holds a pimail store.

@@ -81,11 +81,11 @@ func runImport(f importFlags, fn func(ctx context.Context, im *mailimport.Import
 	if *f.verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	dir, err := f.data.dir()
+	loc, err := f.data.loc()
 	if err != nil {
 		return err
 	}
-	st, err := openStore(dir)
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -219,14 +219,14 @@ func importIMAP(args []string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := f.data.dir()
+	loc, err := f.data.loc()
 	if err != nil {
 		return err
 	}
 	hostname, _, _ := net.SplitHostPort(addr)
 	src := mailimport.IMAPSource{
 		Addr: addr, User: *user, Password: password, Security: sec, Batch: *batch, Connections: *conns,
-		StatePath:  mailimport.IMAPStatePath(dir, *f.account, addr, *user),
+		StatePath:  mailimport.IMAPStatePath(loc.dir, *f.account, addr, *user),
 		Reimport:   *reimport,
 		IncludeAll: *includeAll,
 		TLSConfig:  &tls.Config{ServerName: hostname, MinVersion: tls.VersionTLS12, InsecureSkipVerify: *skipVerify},

@@ -22,7 +22,7 @@ const maxPolicyFile = 64 << 10
 // (- for standard input) it publishes the policy in it, after checking
 // that senders can read it (RFC 8461 §3.2). An empty file stops
 // publishing.
-func domainMTASTS(dir string, pos []string) error {
+func domainMTASTS(loc storeLoc, pos []string) error {
 	if len(pos) != 1 && len(pos) != 2 {
 		return usagef("want DOMAIN and optionally FILE")
 	}
@@ -31,7 +31,7 @@ func domainMTASTS(dir string, pos []string) error {
 		return err
 	}
 	if len(pos) == 1 {
-		return withStore(dir, func(ctx context.Context, st store.Store) error {
+		return withStore(loc, func(ctx context.Context, st store.Store) error {
 			p, err := st.MTASTSPolicy(ctx, d)
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("no MTA-STS policy is published for %s", d)
@@ -63,7 +63,7 @@ func domainMTASTS(dir string, pos []string) error {
 			return fmt.Errorf("not published: %w", err)
 		}
 	}
-	return withStore(dir, func(ctx context.Context, st store.Store) error {
+	return withStore(loc, func(ctx context.Context, st store.Store) error {
 		if err := st.SetMTASTSPolicy(ctx, d, policy); err != nil {
 			return fmt.Errorf("publish the MTA-STS policy of %s: %w", d, err)
 		}

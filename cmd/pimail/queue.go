@@ -60,11 +60,11 @@ func cmdQueue(args []string) error {
 	} else if len(pos) != 0 {
 		return usagef("unexpected arguments %q", pos)
 	}
-	dir, err := data.dir()
+	loc, err := data.loc()
 	if err != nil {
 		return err
 	}
-	return withStore(dir, func(ctx context.Context, st store.Store) error {
+	return withStore(loc, func(ctx context.Context, st store.Store) error {
 		switch verb {
 		case "list":
 			return queueList(ctx, st)

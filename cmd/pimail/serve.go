@@ -19,7 +19,6 @@ import (
 	"pimail/internal/password"
 	"pimail/internal/server"
 	"pimail/internal/store"
-	"pimail/internal/store/sqlite"
 )
 
 // listenFlags binds --smtp, --imap, ... to the configuration's listen
@@ -52,6 +51,7 @@ func cmdServe(args []string) error {
 "pimail config"), then from these flags.`)
 	cfgFile := fs.String("config", "", "configuration file (TOML)")
 	data := fs.String("data", "", "data directory (overrides the config's data)")
+	database := fs.String("database", "", "PostgreSQL URL of the store, postgres://… (overrides the config's database)")
 	hostname := fs.String("hostname", "", "public host name (overrides the config's hostname)")
 	lf := addListenFlags(fs)
 	if pos, err := parse(fs, args); err != nil {
@@ -68,6 +68,9 @@ func cmdServe(args []string) error {
 	}
 	if *data != "" {
 		cfg.Data = *data
+	}
+	if *database != "" {
+		cfg.Database = *database
 	}
 	if *hostname != "" {
 		cfg.Hostname = *hostname
@@ -86,7 +89,7 @@ func run(cfg config.Config, onReady func(addrs map[string]string)) error {
 		debug.SetMemoryLimit(int64(cfg.MemoryLimitMB) << 20)
 		logger.Info("soft memory limit set", "mib", cfg.MemoryLimitMB)
 	}
-	st, err := openData(cfg.Data, sqlite.Options{Logger: logger})
+	st, err := openServerStore(cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -74,11 +74,11 @@ func spamTrain(args []string) error {
 	if *spamSrc == "" && *hamSrc == "" {
 		return usagef("give --spam and/or --ham")
 	}
-	data, err := df.dir()
+	loc, err := df.loc()
 	if err != nil {
 		return err
 	}
-	st, err := openStore(data)
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -149,11 +149,11 @@ func spamCheck(args []string) error {
 	if err != nil {
 		return fmt.Errorf("read message: %w", err)
 	}
-	data, err := df.dir()
+	loc, err := df.loc()
 	if err != nil {
 		return err
 	}
-	st, err := openStore(data)
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}

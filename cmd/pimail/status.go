@@ -39,8 +39,8 @@ a running server's metrics (for example http://127.0.0.1:8080/metrics).`)
 	defer cancel()
 	// With --metrics alone, a missing data directory is no error: the
 	// server may run on another machine.
-	if dir, err := data.dir(); err == nil {
-		if err := printStoreStatus(ctx, dir); err != nil {
+	if loc, err := data.loc(); err == nil {
+		if err := printStoreStatus(ctx, loc); err != nil {
 			return err
 		}
 	} else if *url == "" || *data.data != "" {
@@ -52,8 +52,8 @@ a running server's metrics (for example http://127.0.0.1:8080/metrics).`)
 	return nil
 }
 
-func printStoreStatus(ctx context.Context, dir string) error {
-	st, err := openStore(dir)
+func printStoreStatus(ctx context.Context, loc storeLoc) error {
+	st, err := openAdminStore(loc)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,11 @@ func printStoreStatus(ctx context.Context, dir string) error {
 		return fmt.Errorf("list queue: %w", err)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "data directory\t%s\n", dir)
+	if loc.database != "" {
+		fmt.Fprintf(w, "database\t%s\n", redactURL(loc.database))
+	} else {
+		fmt.Fprintf(w, "data directory\t%s\n", loc.dir)
+	}
 	fmt.Fprintf(w, "domains\t%d\n", len(doms))
 	fmt.Fprintf(w, "accounts\t%d\n", s.Accounts)
 	fmt.Fprintf(w, "messages\t%d\n", s.Messages)

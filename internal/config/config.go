@@ -22,8 +22,18 @@ type Config struct {
 	// Hostname is the server's public name: the SMTP banner and EHLO name,
 	// the Received: "by" clause, the TLS certificate name.
 	Hostname string `toml:"hostname"`
-	// Data is the data directory: the database and the message blobs.
+	// Data is the data directory: the database and the message blobs
+	// (SQLite), or only the files beside a PostgreSQL database (TLS
+	// certificates, import journals).
 	Data string `toml:"data"`
+	// Database is where the store is: "" for SQLite in the data
+	// directory, or a PostgreSQL URL (postgres://user:pass@host/db), which
+	// several pimail nodes may share (docs/deploy.md).
+	Database string `toml:"database"`
+	// DatabaseFeed is how nodes on a PostgreSQL database learn of each
+	// other's changes: "notify" (LISTEN/NOTIFY) or "poll" (for
+	// PostgreSQL-compatible engines without LISTEN/NOTIFY, docs/scale.md).
+	DatabaseFeed string `toml:"database_feed"`
 	// MemoryLimitMB is a soft limit on the Go runtime's memory in MiB
 	// (runtime/debug.SetMemoryLimit): above it the garbage collector runs
 	// more often instead of letting the heap grow. 0 leaves the runtime's
@@ -344,6 +354,8 @@ func Default() Config {
 	return Config{
 		Hostname: host,
 		Data:     "/var/lib/pimail",
+		// Database "": SQLite in the data directory.
+		DatabaseFeed: "notify",
 		Listen: Listen{
 			SMTP:        ":25",
 			Submission:  ":587",
@@ -451,6 +463,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config: hostname is empty")
 	case c.Data == "":
 		return fmt.Errorf("config: data is empty")
+	case c.Database != "" && !strings.HasPrefix(c.Database, "postgres://") && !strings.HasPrefix(c.Database, "postgresql://"):
+		return fmt.Errorf("config: database must be empty (SQLite in the data directory) or a postgres:// URL")
+	case c.DatabaseFeed != "notify" && c.DatabaseFeed != "poll":
+		return fmt.Errorf("config: database_feed must be notify or poll")
 	case c.MemoryLimitMB < 0:
 		return fmt.Errorf("config: memory_limit_mb must not be negative")
 	case c.SMTP.MaxMessageSize <= 0:

@@ -8,9 +8,9 @@
 //
 // The store knows nothing of protocols. Protocol packages (SMTP, IMAP,
 // POP3, webmail) call these interfaces and never write SQL. There are two
-// implementations behind them: store/sqlite (the embedded default) and,
-// later, store/postgres; storetest is the suite both must pass, and it
-// calls every method of every interface below.
+// implementations behind them: store/sqlite (the embedded default) and
+// store/postgres (several nodes on one database); storetest is the suite
+// both pass, and it calls every method of every interface below.
 //
 // # Everything is in the store
 //
@@ -136,8 +136,8 @@
 // The change feed tells a listener that something changed in a mailbox
 // (or the mailbox list of an account); events are coalesced and carry no
 // data, so a listener re-reads with Changes. store/sqlite publishes the
-// events of its own process; a shared database must carry them across
-// nodes (issue 29: LISTEN/NOTIFY).
+// events of its own process; store/postgres also those of the other nodes
+// (LISTEN/NOTIFY, or polling), within a second.
 //
 // # What is cluster-wide
 //
@@ -156,18 +156,19 @@
 // DirectoryVersion, spam models are reloaded when SpamModelVersion moves,
 // the webmail's caches are keyed by the HIGHESTMODSEQ it reads on every
 // page), connection limits, and the count of live-update streams per
-// session. Still per node, and to be moved behind store roles before a
-// second node runs (issue 29, item 6): the failed-login rate limits and
-// lockouts (internal/auth: a role of counters with a window, incremented
-// in one statement, as ClaimQuotaNotice claims), the cache of remote
-// MTA-STS policies (internal/queue; RFC 8461 §5.1 wants it kept across
-// restarts too), and the ACME account and certificates (DATA/tls/acme:
-// each node would otherwise order its own).
+// session. Still per node (issue 29, item 6, left for later): the
+// failed-login throttle and lockouts of internal/auth (with two nodes an
+// attacker gets each node's allowance; a store role of leaky counters
+// keyed by kind and key, updated in one statement as ClaimQuotaNotice
+// claims, would make them cluster-wide), the cache of remote MTA-STS
+// policies (internal/queue; RFC 8461 §5.1 wants it kept across restarts
+// too), and the ACME account and certificates (DATA/tls/acme: each node
+// orders its own).
 //
 // # Implementing the state roles
 //
 // The state roles are defined so that a database without SQLite's single
-// writer keeps their meaning with plain SQL (and store/postgres will):
+// writer keeps their meaning with plain SQL (as store/postgres does):
 //
 //   - a compare-and-swap is an UPDATE … WHERE version = the caller's,
 //     version + 1, that must touch one row (else ErrModified), or an INSERT

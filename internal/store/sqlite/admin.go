@@ -12,7 +12,7 @@ import (
 // SetAccountDisabled sets accounts.disabled; the directory version moves so
 // that RCPT checks and logins see it within a second.
 func (s *Store) SetAccountDisabled(ctx context.Context, address string, disabled bool) error {
-	_, _, addr, err := normAddress(address, false)
+	_, _, addr, err := store.NormalizeAddress(address, false)
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func (s *Store) SetAccountDisabled(ctx context.Context, address string, disabled
 
 // SetAdmin flags or unflags an administrator (see store.AccountAdmin).
 func (s *Store) SetAdmin(ctx context.Context, address string, admin bool) error {
-	_, _, addr, err := normAddress(address, false)
+	_, _, addr, err := store.NormalizeAddress(address, false)
 	if err != nil {
 		return err
 	}

@@ -30,11 +30,11 @@ func (s *Store) AppendBatch(ctx context.Context, mailboxID int64, msgs []store.A
 		if len(m.Raw) == 0 {
 			return nil, fmt.Errorf("message %d of %d: empty message: %w", i+1, len(msgs), store.ErrInvalid)
 		}
-		kws, err := normKeywords(m.Keywords)
+		kws, err := store.NormalizeKeywords(m.Keywords)
 		if err != nil {
 			return nil, fmt.Errorf("message %d of %d: %w", i+1, len(msgs), err)
 		}
-		rows[i] = mailRow{flags: m.Flags & allFlags, keywords: kws, idate: m.InternalDate.Unix()}
+		rows[i] = mailRow{flags: m.Flags & store.AllFlags, keywords: kws, idate: m.InternalDate.Unix()}
 		if m.InternalDate.IsZero() {
 			rows[i].idate = now.Unix()
 		}

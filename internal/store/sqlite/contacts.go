@@ -69,23 +69,9 @@ func (s *Store) Contact(ctx context.Context, accountID int64, href string) (stor
 	return c, nil
 }
 
-// validContact checks the bounds of store.Contact.
-func validContact(c store.Contact) bool {
-	ok := func(s string) bool { return s != "" && len(s) <= 255 && !strings.ContainsAny(s, "\x00\r\n") }
-	for _, l := range [][]string{c.Emails, c.Groups} {
-		for _, v := range l {
-			if !ok(v) {
-				return false
-			}
-		}
-	}
-	return ok(c.Href) && !strings.Contains(c.Href, "/") && ok(c.UID) && len(c.Card) <= store.MaxContactSize &&
-		len(c.Name) <= store.MaxContactSize && !strings.ContainsRune(c.Name, 0)
-}
-
 // PutContact creates or replaces a card under its version condition.
 func (s *Store) PutContact(ctx context.Context, accountID int64, c store.Contact, ifVersion int64) (store.Contact, error) {
-	if !validContact(c) || ifVersion < store.AnyVersion {
+	if !store.ValidContact(c) || ifVersion < store.AnyVersion {
 		return c, fmt.Errorf("contact %q: %w", c.Href, store.ErrInvalid)
 	}
 	if c.Card == nil {

@@ -12,6 +12,7 @@ import (
 
 	"pimail/internal/message"
 	"pimail/internal/store"
+	"pimail/internal/store/envcodec"
 )
 
 // maxBlobRetries bounds how often a delivery writes its file again after the
@@ -74,26 +75,26 @@ func (s *Store) Deliver(ctx context.Context, d store.Delivery) ([]store.Delivere
 		if name == "" {
 			name = "INBOX"
 		}
-		n, err := normMailboxName(name)
+		n, err := store.NormalizeMailboxName(name)
 		if err != nil {
 			return nil, err
 		}
-		kws, err := normKeywords(r.Keywords)
+		kws, err := store.NormalizeKeywords(r.Keywords)
 		if err != nil {
 			return nil, err
 		}
-		targets[i] = target{accountID: r.AccountID, name: n, flags: r.Flags & allFlags, keywords: kws}
+		targets[i] = target{accountID: r.AccountID, name: n, flags: r.Flags & store.AllFlags, keywords: kws}
 	}
 	return s.storeMessage(ctx, d.Raw, d.Parsed, d.InternalDate, targets)
 }
 
 // Append stores one message into one mailbox (IMAP APPEND, RFC 9051 §6.3.12).
 func (s *Store) Append(ctx context.Context, mailboxID int64, raw []byte, flags store.Flags, keywords []string, internalDate time.Time) (store.Delivered, error) {
-	kws, err := normKeywords(keywords)
+	kws, err := store.NormalizeKeywords(keywords)
 	if err != nil {
 		return store.Delivered{}, err
 	}
-	out, err := s.storeMessage(ctx, raw, nil, internalDate, []target{{mailboxID: mailboxID, flags: flags & allFlags, keywords: kws}})
+	out, err := s.storeMessage(ctx, raw, nil, internalDate, []target{{mailboxID: mailboxID, flags: flags & store.AllFlags, keywords: kws}})
 	if err != nil {
 		return store.Delivered{}, err
 	}
@@ -211,7 +212,7 @@ func (s *Store) insertBlob(w *wtx, nb *newBlob, refs int, inline bool) (int64, e
 		hs = p.Body.BodyStart
 	}
 	if _, err := w.exec("INSERT INTO blob_fetch (blob_id, size, sha256, header_size, envelope) VALUES (?, ?, ?, ?, ?)",
-		id, nb.size, nb.sha, hs, encodeEnvelope(&p.Envelope)); err != nil {
+		id, nb.size, nb.sha, hs, envcodec.Encode(&p.Envelope)); err != nil {
 		return 0, fmt.Errorf("insert blob fetch row: %w", err)
 	}
 	if _, err := w.exec("INSERT INTO blob_addrs (blob_id, subject, from_addr, to_addr, cc_addr, bcc_addr) VALUES (?, ?, ?, ?, ?, ?)",
@@ -301,7 +302,7 @@ func insertMessage(w *wtx, t target, blobID, idate int64) (store.Delivered, erro
 	if err != nil {
 		return store.Delivered{}, err
 	}
-	if err := w.insertMail(mb.ID, uid, modseq, t.flags, joinKeywords(t.keywords), idate, blobID); err != nil {
+	if err := w.insertMail(mb.ID, uid, modseq, t.flags, store.JoinKeywords(t.keywords), idate, blobID); err != nil {
 		return store.Delivered{}, fmt.Errorf("insert message: %w", err)
 	}
 	w.publish(mb.AccountID, mb.ID)

@@ -34,7 +34,7 @@ func domainID(w *wtx, name string) (int64, error) {
 }
 
 func (s *Store) AddDomain(ctx context.Context, name string) (store.Domain, error) {
-	d, err := normDomain(name)
+	d, err := store.NormalizeDomain(name)
 	if err != nil {
 		return store.Domain{}, err
 	}
@@ -61,7 +61,7 @@ func (s *Store) AddDomain(ctx context.Context, name string) (store.Domain, error
 // aliases of the domain exist (remove them first; nothing is deleted
 // implicitly).
 func (s *Store) RemoveDomain(ctx context.Context, name string) error {
-	d, err := normDomain(name)
+	d, err := store.NormalizeDomain(name)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func queryDomains(ctx context.Context, q querier) ([]store.Domain, error) {
 // AddAccount creates the account and its default mailboxes. The address must
 // not already be an account or an alias.
 func (s *Store) AddAccount(ctx context.Context, address, passwordHash string) (store.Account, error) {
-	_, dom, addr, err := normAddress(address, false)
+	_, dom, addr, err := store.NormalizeAddress(address, false)
 	if err != nil {
 		return store.Account{}, err
 	}
@@ -283,23 +283,9 @@ func queryAccounts(ctx context.Context, q querier) ([]store.Account, error) {
 // exist; the address must not be an account. Targets already present are
 // ignored.
 func (s *Store) AddAlias(ctx context.Context, address string, targets []string) error {
-	_, dom, addr, err := normAddress(address, true)
+	addr, dom, norm, err := store.NormalizeAlias(address, targets)
 	if err != nil {
 		return err
-	}
-	if len(targets) == 0 {
-		return fmt.Errorf("alias %q without targets: %w", addr, store.ErrInvalid)
-	}
-	norm := make([]string, 0, len(targets))
-	for _, t := range targets {
-		_, _, nt, err := normAddress(t, false)
-		if err != nil {
-			return fmt.Errorf("alias %q target: %w", addr, err)
-		}
-		if nt == addr {
-			return fmt.Errorf("alias %q targets itself: %w", addr, store.ErrInvalid)
-		}
-		norm = append(norm, nt)
 	}
 	return s.write(ctx, func(w *wtx) error {
 		did, err := domainID(w, dom)

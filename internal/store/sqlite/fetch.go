@@ -63,7 +63,7 @@ func scanMeta(rows *sql.Rows, mailboxID int64, withParsed bool) (store.MessageMe
 		return m, err
 	}
 	m.MailboxID = mailboxID
-	m.Keywords = splitKeywords(kws)
+	m.Keywords = store.SplitKeywords(kws)
 	m.InternalDate = time.Unix(idate, 0)
 	if withParsed {
 		p := &message.Parsed{}

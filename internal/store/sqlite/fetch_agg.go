@@ -193,11 +193,11 @@ func (a *fetchAgg) Step(_ *sqlite.FunctionContext, args []driver.Value) error {
 	switch kw := args[4].(type) {
 	case string:
 		if kw != "" {
-			m.Keywords = splitKeywords(strings.Clone(kw))
+			m.Keywords = store.SplitKeywords(strings.Clone(kw))
 		}
 	case []byte:
 		if len(kw) > 0 {
-			m.Keywords = splitKeywords(string(kw))
+			m.Keywords = store.SplitKeywords(string(kw))
 		}
 	}
 	if size, ok := args[7].(int64); ok {

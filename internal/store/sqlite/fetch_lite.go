@@ -10,6 +10,7 @@ import (
 
 	"pimail/internal/message"
 	"pimail/internal/store"
+	"pimail/internal/store/envcodec"
 )
 
 // The two read paths below serve the commonest IMAP FETCH shapes (a
@@ -58,19 +59,19 @@ func (s *Store) fetchEnvelopes(ctx context.Context, mailboxID int64, uids store.
 	// none when buffered.
 	var (
 		parsed []message.Parsed
-		addrs  addrArena
+		addrs  envcodec.Arena
 	)
 	if b := k.bufs; b != nil {
 		if cap(b.parsed) < len(metas) {
 			b.parsed = make([]message.Parsed, len(metas))
 		}
 		parsed = b.parsed[:len(metas)]
-		addrs.block = b.addrs[:0]
+		addrs = envcodec.NewArena(b.addrs)
 	} else {
 		parsed = make([]message.Parsed, len(metas))
 	}
 	for i := range metas {
-		e, err := decodeEnvelopeShared(k.data[i], &addrs)
+		e, err := envcodec.DecodeShared(k.data[i], &addrs)
 		if err != nil {
 			k.release()
 			return nil, noRelease, fmt.Errorf("sqlite store: fetch envelopes: envelope of blob %d: %w", metas[i].BlobID, err)
@@ -108,7 +109,7 @@ func (s *Store) fetchEnvelopesTx(ctx context.Context, mailboxID int64, uids stor
 			parsed = append(parsed, message.Parsed{})
 			return nil
 		}
-		e, err := decodeCompactEnvelope(env)
+		e, err := envcodec.Decode(env)
 		if err != nil {
 			return fmt.Errorf("envelope of blob %d: %w", m.BlobID, err)
 		}
@@ -366,7 +367,7 @@ func (s *Store) fetchLite(ctx context.Context, tx *sql.Tx, mailboxID int64, uids
 			continue
 		}
 		if len(kws) > 0 {
-			m.Keywords = splitKeywords(string(kws))
+			m.Keywords = store.SplitKeywords(string(kws))
 		}
 		m.InternalDate = time.Unix(idate, 0)
 		m.Size = size.Int64

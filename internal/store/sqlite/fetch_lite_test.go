@@ -232,46 +232,6 @@ func TestLiteDecodersTruncated(t *testing.T) {
 	}
 }
 
-// TestCompactEnvelope checks that the compact envelope of blob_fetch
-// decodes to the envelope the parser produced, on the samples and on the
-// corpus, and that truncated input is an error, never a panic.
-func TestCompactEnvelope(t *testing.T) {
-	raws := [][]byte{}
-	for _, s := range liteSamples {
-		raws = append(raws, []byte(s))
-	}
-	raws = append(raws, corpusRaws(t)...)
-	withAddrs := 0
-	for i, raw := range raws {
-		env := message.Parse(raw).Envelope
-		enc := encodeEnvelope(&env)
-		got, err := decodeCompactEnvelope(enc)
-		if err != nil {
-			t.Fatalf("message %d: %v", i, err)
-		}
-		// What the stored parse says: JSON coerces strings to UTF-8.
-		j, _ := json.Marshal(env)
-		env = message.Envelope{}
-		if err := json.Unmarshal(j, &env); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, env) {
-			t.Fatalf("message %d: decoded\n%+v\nwant\n%+v", i, got, env)
-		}
-		if len(env.From) > 0 {
-			withAddrs++
-		}
-		for n := range len(enc) {
-			if _, err := decodeCompactEnvelope(enc[:n]); err == nil {
-				t.Fatalf("message %d: a prefix of %d of %d bytes decoded", i, n, len(enc))
-			}
-		}
-	}
-	if withAddrs < 3 {
-		t.Fatalf("only %d samples with a From address", withAddrs)
-	}
-}
-
 func mustInbox(t *testing.T, s *Store, accountID int64) int64 {
 	t.Helper()
 	mb, err := s.Mailbox(context.Background(), accountID, "INBOX")

@@ -34,8 +34,7 @@ func (s *Store) Identities(ctx context.Context, accountID int64) ([]store.Identi
 
 // PutIdentity creates or replaces an identity.
 func (s *Store) PutIdentity(ctx context.Context, accountID int64, id store.Identity) (store.Identity, error) {
-	if strings.TrimSpace(id.Address) == "" || len(id.Address) > store.MaxIdentityField || len(id.Name) > store.MaxIdentityField ||
-		len(id.Signature) > store.MaxIdentityField || id.ID < 0 {
+	if !store.ValidIdentity(id) {
 		return id, fmt.Errorf("identity %q: %w", id.Address, store.ErrInvalid)
 	}
 	lc := strings.ToLower(id.Address)

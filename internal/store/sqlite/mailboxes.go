@@ -80,7 +80,7 @@ func mailboxByID(w *wtx, id int64) (store.Mailbox, error) {
 // superior names (RFC 9051 §6.3.4: the server SHOULD create them). It fails
 // with ErrExists if the mailbox itself exists.
 func createMailbox(w *wtx, accountID int64, name, specialUse string) (store.Mailbox, error) {
-	for _, p := range parentNames(name) {
+	for _, p := range store.ParentNames(name) {
 		if _, err := mailboxByName(w, accountID, p); errors.Is(err, store.ErrNotFound) {
 			if _, err := insertMailbox(w, accountID, p, store.SpecialNone); err != nil {
 				return store.Mailbox{}, err
@@ -149,7 +149,7 @@ func (s *Store) Mailboxes(ctx context.Context, accountID int64) ([]store.Mailbox
 }
 
 func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (store.Mailbox, error) {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return store.Mailbox{}, err
 	}
@@ -166,7 +166,7 @@ func (s *Store) Mailbox(ctx context.Context, accountID int64, name string) (stor
 }
 
 func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string) (store.MailboxStatus, error) {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return store.MailboxStatus{}, err
 	}
@@ -196,11 +196,11 @@ func (s *Store) MailboxStatus(ctx context.Context, accountID int64, name string)
 
 // CreateMailbox creates a mailbox and any missing superior names.
 func (s *Store) CreateMailbox(ctx context.Context, accountID int64, name, specialUse string) (store.Mailbox, error) {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return store.Mailbox{}, err
 	}
-	if !validSpecialUse(specialUse) {
+	if !store.ValidSpecialUse(specialUse) {
 		return store.Mailbox{}, fmt.Errorf("special-use %q: %w", specialUse, store.ErrInvalid)
 	}
 	var out store.Mailbox
@@ -226,7 +226,7 @@ func (s *Store) CreateMailbox(ctx context.Context, accountID int64, name, specia
 // DeleteMailbox removes a mailbox and its messages. INBOX, special-use
 // mailboxes and mailboxes with children fail with ErrMailboxInUse.
 func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string) error {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string)
 			return fmt.Errorf("mailbox %q is special-use %s: %w", n, m.SpecialUse, store.ErrMailboxInUse)
 		}
 		var children int
-		lo, hi := childRange(n)
+		lo, hi := store.ChildNameRange(n)
 		if err := w.queryRow("SELECT count(*) FROM mailboxes WHERE account_id = ? AND name >= ? AND name < ?",
 			accountID, lo, hi).Scan(&children); err != nil {
 			return fmt.Errorf("count child mailboxes: %w", err)
@@ -270,15 +270,6 @@ func (s *Store) DeleteMailbox(ctx context.Context, accountID int64, name string)
 	return err
 }
 
-// childRange returns the bounds [lo, hi) of the names below a mailbox in
-// byte order (SQLite's BINARY collation): "a/" ≤ child < "a0", because '0'
-// follows '/'.
-func childRange(name string) (lo, hi string) {
-	sep := store.HierarchySeparator
-	last := sep[len(sep)-1]
-	return name + sep, name + sep[:len(sep)-1] + string(rune(last+1))
-}
-
 // releaseMailboxMail deletes every message row of a mailbox and decrements
 // the blob reference counts (files are collected later).
 func releaseMailboxMail(w *wtx, mailboxID int64) error {
@@ -297,11 +288,11 @@ func releaseMailboxMail(w *wtx, mailboxID int64) error {
 // its messages to a new mailbox and leaves INBOX empty; INBOX's children stay
 // (RFC 9051 §6.3.6). Missing superior names of the new name are created.
 func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to string) error {
-	f, err := normMailboxName(from)
+	f, err := store.NormalizeMailboxName(from)
 	if err != nil {
 		return err
 	}
-	t, err := normMailboxName(to)
+	t, err := store.NormalizeMailboxName(to)
 	if err != nil {
 		return err
 	}
@@ -320,7 +311,7 @@ func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to str
 			return err
 		}
 		// The mailbox and its children, old name → new name.
-		lo, hi := childRange(f)
+		lo, hi := store.ChildNameRange(f)
 		rows, err := w.query("SELECT id, name FROM mailboxes WHERE account_id = ? AND (name = ? OR (name >= ? AND name < ?))",
 			accountID, f, lo, hi)
 		if err != nil {
@@ -366,7 +357,7 @@ func (s *Store) RenameMailbox(ctx context.Context, accountID int64, from, to str
 		if err := renameSubscriptions(w, accountID, f, t); err != nil {
 			return err
 		}
-		for _, p := range parentNames(t) {
+		for _, p := range store.ParentNames(t) {
 			if _, err := mailboxByName(w, accountID, p); errors.Is(err, store.ErrNotFound) {
 				if _, err := insertMailbox(w, accountID, p, store.SpecialNone); err != nil {
 					return err

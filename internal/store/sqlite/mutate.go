@@ -62,7 +62,7 @@ func mailRows(w *wtx, mailboxID int64, uids store.UIDSet) ([]mailRow, error) {
 		if err := rows.Scan(&r.uid, &r.flags, &kws, &r.idate, &r.blobID); err != nil {
 			return nil, fmt.Errorf("list messages: %w", err)
 		}
-		r.keywords = splitKeywords(kws)
+		r.keywords = store.SplitKeywords(kws)
 		if inSet(uids, r.uid) {
 			out = append(out, r)
 		}
@@ -79,11 +79,11 @@ func (s *Store) StoreFlags(ctx context.Context, mailboxID int64, uids store.UIDS
 	if op != store.FlagsAdd && op != store.FlagsRemove && op != store.FlagsReplace {
 		return nil, fmt.Errorf("flag operation %d: %w", op, store.ErrInvalid)
 	}
-	kws, err := normKeywords(keywords)
+	kws, err := store.NormalizeKeywords(keywords)
 	if err != nil {
 		return nil, err
 	}
-	flags &= allFlags
+	flags &= store.AllFlags
 	var out []store.FlagUpdate
 	// A flag change lost to a power failure loses no mail: it is committed
 	// without fsync (writeRelaxed, see doc.go).
@@ -108,8 +108,8 @@ func (s *Store) StoreFlags(ctx context.Context, mailboxID int64, uids store.UIDS
 			case store.FlagsReplace:
 				nf = flags
 			}
-			nk := mergeKeywords(r.keywords, op, kws)
-			if nf == r.flags && joinKeywords(nk) == joinKeywords(r.keywords) {
+			nk := store.MergeKeywords(r.keywords, op, kws)
+			if nf == r.flags && store.JoinKeywords(nk) == store.JoinKeywords(r.keywords) {
 				continue
 			}
 			if ms == 0 {
@@ -118,7 +118,7 @@ func (s *Store) StoreFlags(ctx context.Context, mailboxID int64, uids store.UIDS
 				}
 			}
 			if _, err := w.exec("UPDATE mail SET flags = ?, keywords = ?, modseq = ? WHERE mailbox_id = ? AND uid = ?",
-				nf, joinKeywords(nk), ms, mailboxID, r.uid); err != nil {
+				nf, store.JoinKeywords(nk), ms, mailboxID, r.uid); err != nil {
 				return fmt.Errorf("update flags: %w", err)
 			}
 			out = append(out, store.FlagUpdate{UID: r.uid, ModSeq: ms, Flags: nf, Keywords: nk})
@@ -164,7 +164,7 @@ func insertMail(w *wtx, rows []mailRow, dst store.Mailbox) (store.CopyResult, er
 	}
 	for i, r := range rows {
 		uid := first + uint32(i)
-		if err := w.insertMail(dst.ID, uid, ms, r.flags, joinKeywords(r.keywords), r.idate, r.blobID); err != nil {
+		if err := w.insertMail(dst.ID, uid, ms, r.flags, store.JoinKeywords(r.keywords), r.idate, r.blobID); err != nil {
 			return res, fmt.Errorf("insert message: %w", err)
 		}
 		res.SourceUIDs = append(res.SourceUIDs, r.uid)

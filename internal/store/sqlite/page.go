@@ -75,7 +75,7 @@ func scanListItems(rows *sql.Rows, limit int) ([]store.ListItem, error) {
 			return nil, fmt.Errorf("sqlite store: list rows: %w", err)
 		}
 		it.Subject, it.From = subject, frm
-		it.Keywords = splitKeywords(kws)
+		it.Keywords = store.SplitKeywords(kws)
 		it.InternalDate = time.Unix(idate, 0)
 		it.Date = zs.at(date, offsetSecs)
 		it.HasAttachment = hasAttachment(parsed)

@@ -25,7 +25,7 @@ func (s *Store) SetQuota(ctx context.Context, address string, bytes int64) error
 	if bytes < 0 {
 		return fmt.Errorf("quota %d: %w", bytes, store.ErrInvalid)
 	}
-	_, _, addr, err := normAddress(address, false)
+	_, _, addr, err := store.NormalizeAddress(address, false)
 	if err != nil {
 		return err
 	}

@@ -211,7 +211,7 @@ func (p *searchPlan) compile(c *sqlBuilder, q store.SearchQuery, depth int) erro
 	case store.SearchUIDs:
 		compileUIDs(c, q.UIDs)
 	case store.SearchFlag:
-		c.raw(fmt.Sprintf("(m.flags & %d) = %d", q.Flags&allFlags, q.Flags&allFlags))
+		c.raw(fmt.Sprintf("(m.flags & %d) = %d", q.Flags&store.AllFlags, q.Flags&store.AllFlags))
 	case store.SearchKeyword:
 		c.arg("instr(' ' || lower(m.keywords) || ' ', ?) > 0", " "+strings.ToLower(q.Keyword)+" ")
 	case store.SearchModSeq:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"pimail/internal/store"
 )
@@ -36,7 +35,7 @@ func (s *Store) CreateSession(ctx context.Context, ss store.Session, maxPerAccou
 		}
 		_, err := w.exec(`INSERT INTO sessions (app, id, account_id, csrf, created, last_seen, expires, client)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, ss.App, ss.ID, ss.AccountID, ss.CSRF,
-			ss.Created.UnixMilli(), ss.LastSeen.UnixMilli(), ss.Expires.UnixMilli(), cutUTF8(ss.Client, maxSessionClient))
+			ss.Created.UnixMilli(), ss.LastSeen.UnixMilli(), ss.Expires.UnixMilli(), store.CutSessionClient(ss.Client))
 		if isConstraint(err) {
 			var n int
 			if err := w.queryRow("SELECT count(*) FROM accounts WHERE id = ?", ss.AccountID).Scan(&n); err != nil {
@@ -101,20 +100,6 @@ func (s *Store) DeleteAccountSessions(ctx context.Context, app string, accountID
 		}
 		return nil
 	})
-}
-
-// maxSessionClient bounds store.Session.Client.
-const maxSessionClient = 200
-
-// cutUTF8 shortens s to at most n bytes without splitting a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // AccountSessions lists an account's live sessions of app, most recently

@@ -115,7 +115,7 @@ func (s *Store) Secret(ctx context.Context, name string, fresh []byte) ([]byte, 
 
 // SetMTASTSPolicy stores (or, with "", removes) a local domain's policy.
 func (s *Store) SetMTASTSPolicy(ctx context.Context, domain, policy string) error {
-	d, err := normDomain(domain)
+	d, err := store.NormalizeDomain(domain)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *Store) SetMTASTSPolicy(ctx context.Context, domain, policy string) erro
 
 // MTASTSPolicy returns a domain's policy.
 func (s *Store) MTASTSPolicy(ctx context.Context, domain string) (string, error) {
-	d, err := normDomain(domain)
+	d, err := store.NormalizeDomain(domain)
 	if err != nil {
 		return "", err
 	}

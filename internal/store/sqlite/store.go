@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"pimail/internal/store"
+	"pimail/internal/store/changefeed"
 )
 
 // Options tune a Store. The zero value is a safe default for every field.
@@ -98,7 +99,7 @@ type Store struct {
 
 	jobs    chan *job
 	collect chan struct{} // kicks the collector; capacity 1
-	feed    *feed
+	feed    *changefeed.Feed
 	fts     *ftsIndex // full-text index (fts.go); nil without the indexer
 
 	// Group-commit counters: committed batches and the requests in them.
@@ -154,7 +155,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		jobs:    make(chan *job, opts.MaxBatch),
 		collect: make(chan struct{}, 1),
 		ckpt:    make(chan struct{}, 1),
-		feed:    newFeed(),
+		feed:    changefeed.New(),
 	}
 	for _, d := range []string{abs, s.blobDir, filepath.Join(s.blobDir, "tmp")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -301,7 +302,7 @@ func (s *Store) Close() error {
 		s.closeMu.Unlock()
 		s.cancel()
 		s.wg.Wait()
-		s.feed.closeAll()
+		s.feed.Close()
 		s.rstmts.close()
 		s.bstmts.close()
 		s.wstmts.close()
@@ -310,6 +311,12 @@ func (s *Store) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// Subscribe returns a channel of change events for an account (published
+// after each commit of this process) and a function that stops it.
+func (s *Store) Subscribe(accountID int64) (<-chan store.Event, func()) {
+	return s.feed.Subscribe(accountID)
 }
 
 // Dir returns the data directory.

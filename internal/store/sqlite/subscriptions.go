@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"pimail/internal/store"
 )
 
 // This file keeps the subscriptions (internal/store/subscriptions.go): one row per
@@ -16,7 +18,7 @@ const subscribedCol = "EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id 
 
 // SetSubscribed subscribes or unsubscribes a name.
 func (s *Store) SetSubscribed(ctx context.Context, accountID int64, name string, subscribed bool) error {
-	n, err := normMailboxName(name)
+	n, err := store.NormalizeMailboxName(name)
 	if err != nil {
 		return err
 	}
@@ -47,7 +49,7 @@ func subscribe(w *wtx, accountID int64, name string) error {
 // renameSubscriptions moves the subscriptions of a renamed mailbox and its
 // children to their new names, inside the rename's write request.
 func renameSubscriptions(w *wtx, accountID int64, from, to string) error {
-	lo, hi := childRange(from)
+	lo, hi := store.ChildNameRange(from)
 	rows, err := w.query("SELECT name FROM subscriptions WHERE account_id = ? AND (name = ? OR (name >= ? AND name < ?))",
 		accountID, from, lo, hi)
 	if err != nil {

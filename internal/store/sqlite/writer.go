@@ -304,7 +304,7 @@ func (s *Store) runBatch(batch []*job) {
 			j.err = markNoSpace(j.err)
 		}
 		for _, ev := range j.events {
-			s.feed.publish(ev)
+			s.feed.Publish(ev)
 		}
 		close(j.done)
 	}

@@ -1,4 +1,8 @@
-package sqlite
+// Package changefeed fans change events out to the listeners of one
+// process (store.ChangeFeed's Subscribe): every store implementation
+// publishes the events of its commits here, and store/postgres also those
+// another node committed.
+package changefeed
 
 import (
 	"sync"
@@ -6,8 +10,8 @@ import (
 	"pimail/internal/store"
 )
 
-// feed is the in-process change feed: subscribers per account.
-type feed struct {
+// Feed is the in-process change feed: subscribers per account.
+type Feed struct {
 	mu     sync.Mutex
 	subs   map[int64]map[*subscriber]struct{}
 	closed bool
@@ -29,18 +33,15 @@ type subscriber struct {
 	seen    map[store.Event]struct{}
 }
 
-func newFeed() *feed {
-	return &feed{subs: make(map[int64]map[*subscriber]struct{})}
+// New returns a feed without subscribers.
+func New() *Feed {
+	return &Feed{subs: make(map[int64]map[*subscriber]struct{})}
 }
 
 // Subscribe returns a channel of change events for an account and a function
 // that stops the subscription and closes the channel. The channel is also
-// closed when the store is closed.
-func (s *Store) Subscribe(accountID int64) (<-chan store.Event, func()) {
-	return s.feed.subscribe(accountID)
-}
-
-func (f *feed) subscribe(accountID int64) (<-chan store.Event, func()) {
+// closed by Close.
+func (f *Feed) Subscribe(accountID int64) (<-chan store.Event, func()) {
 	sub := &subscriber{
 		out:  make(chan store.Event, 16),
 		wake: make(chan struct{}, 1),
@@ -101,8 +102,8 @@ func (sub *subscriber) run() {
 	}
 }
 
-// publish never blocks.
-func (f *feed) publish(ev store.Event) {
+// Publish hands ev to the account's subscribers; it never blocks.
+func (f *Feed) Publish(ev store.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for sub := range f.subs[ev.AccountID] {
@@ -119,8 +120,9 @@ func (f *feed) publish(ev store.Event) {
 	}
 }
 
-// closeAll ends every subscription (Store.Close).
-func (f *feed) closeAll() {
+// Close ends every subscription (a store's Close); later subscriptions
+// get a closed channel.
+func (f *Feed) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
@@ -130,4 +132,15 @@ func (f *feed) closeAll() {
 		}
 	}
 	f.subs = map[int64]map[*subscriber]struct{}{}
+}
+
+// Accounts lists the accounts that have subscribers now.
+func (f *Feed) Accounts() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]int64, 0, len(f.subs))
+	for id := range f.subs {
+		out = append(out, id)
+	}
+	return out
 }
