@@ -65,7 +65,8 @@ type Authenticator struct {
 	st    Store
 	log   *slog.Logger
 	gate  *throttle
-	cache *cache // nil: off
+	share *sharing // nil: the counts are this process's (shared.go)
+	cache *cache   // nil: off
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 
@@ -148,7 +149,7 @@ func (a *Authenticator) enter(ctx context.Context, user, rkey, ip, mech string) 
 		return nil, fmt.Errorf("auth %q: %w", user, ErrRateLimited)
 	}
 	if err := a.sleep(ctx, wait); err != nil {
-		at.end(true, a.now()) // not checked: nothing to count
+		at.end(unchecked, a.now()) // not checked: nothing to count
 		return nil, fmt.Errorf("auth %q: %w", user, err)
 	}
 	return at, nil
@@ -171,10 +172,14 @@ func (a *Authenticator) Authenticate(ctx context.Context, username, pw, remoteIP
 	}
 	acct, reason, err := a.check(ctx, user, pw)
 	if err != nil {
-		at.end(true, a.now()) // the store failed, not the client
+		at.end(unchecked, a.now()) // the store failed, not the client
 		return store.Account{}, err
 	}
-	at.end(reason == "", a.now())
+	if reason == "" {
+		at.end(succeeded, a.now())
+	} else {
+		at.end(failed, a.now())
+	}
 	if reason != "" {
 		a.log.Warn("authentication failed", "remote", ip, "user", user, "reason", reason)
 		return store.Account{}, fmt.Errorf("auth %q: %s: %w", user, reason, ErrInvalidCredentials)
@@ -233,7 +238,7 @@ func (a *Authenticator) Refuse(username, remoteIP, reason string) error {
 	if err != nil {
 		return err
 	}
-	at.end(false, a.now())
+	at.end(failed, a.now())
 	a.log.Warn("authentication failed", "remote", ip, "user", user, "reason", reason)
 	return fmt.Errorf("auth %q: %s: %w", user, reason, ErrInvalidCredentials)
 }
