@@ -10,7 +10,8 @@
 // check under way counts as a failure until it ends, so N attempts sent at
 // once count as N. Failures from an address first slow it down (Limits),
 // then refuse it; the account's owner, logging in from elsewhere, is not
-// locked out by them.
+// locked out by them. With Share, the counts are those of every node on
+// the store and survive a restart (shared.go).
 //
 // Failed logins are logged at warn level as
 //
@@ -175,15 +176,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, username, pw, remoteIP
 		at.end(unchecked, a.now()) // the store failed, not the client
 		return store.Account{}, err
 	}
-	if reason == "" {
-		at.end(succeeded, a.now())
-	} else {
-		at.end(failed, a.now())
-	}
 	if reason != "" {
+		at.end(failed, a.now())
 		a.log.Warn("authentication failed", "remote", ip, "user", user, "reason", reason)
 		return store.Account{}, fmt.Errorf("auth %q: %s: %w", user, reason, ErrInvalidCredentials)
 	}
+	at.end(succeeded, a.now())
 	return acct, nil
 }
 

@@ -267,7 +267,10 @@ const (
 
 // end records the outcome. A success clears the pair's failures and makes
 // src one of the account's addresses; the address's failures stay (an
-// attacker's own account must not wash its guesses at others away).
+// attacker's own account must not wash its guesses at others away). An
+// attempt that was not checked counts as nothing, neither a failure nor a
+// success (which would clear the pair for a client that hangs up during
+// each wait).
 func (a *attempt) end(o outcome, now time.Time) {
 	if a == nil || a.ended {
 		return
