@@ -14,7 +14,8 @@ import (
 // parts, ESEARCH MIN/MAX with MODSEQ, RECURSIVEMATCH, LSUB's \Noselect
 // parents, \Recent in exactly one session and across a restart,
 // subscriptions apart from mailboxes, FLAGS for new keywords, and the
-// extensions added then: ESORT, CONTEXT=SEARCH/SORT, CATENATE, NOTIFY.
+// extensions added then: ESORT, CONTEXT=SEARCH/SORT, CATENATE, NOTIFY;
+// and OBJECTID (RFC 8474): MAILBOXID, EMAILID, THREADID NIL.
 func TestIMAPConformanceRegressions(t *testing.T) {
 	python := requireTool(t, "python3")
 	srv := NewServer(t, "")

@@ -58,9 +58,10 @@ host = %q
 //   - a message with more than 1,000 header fields is refused (554 5.6.0);
 //   - every delivered message's Authentication-Results parses with
 //     Python's authres and Perl's Mail::AuthenticationResults;
-//   - mail forwarded by an alias to another domain arrives there
-//     ARC-sealed, the chain valid for pimail, dkimpy and Mail::DKIM, and
-//     the author's DKIM signature still valid.
+//   - mail forwarded by an alias to another domain, or redirected there
+//     by a user's Sieve filter, arrives ARC-sealed, the chain valid for
+//     pimail, dkimpy and Mail::DKIM, and the author's DKIM signature
+//     still valid.
 func TestMailAuthentication(t *testing.T) {
 	py := requireTool(t, "/usr/bin/python3")
 	requireTool(t, "perl")
@@ -96,7 +97,10 @@ _dmarc.obrien.test. 300 IN TXT "v=DMARC1; p=reject"
 	zone.add(t, "sel._domainkey.signed.test. 300 IN TXT "+txtStrings(rec))
 	keys := srv.Admin("dkim", testDomain) // the forwarder's ARC key
 	zone.add(t, keys)
-	srv.Start()
+	l := withListeners(t, "managesieve")
+	srv.StartWith(l)
+	// Bob's filter redirects to far.test what asks for it.
+	putSieve(t, l.ManageSieve, bob, `if header :contains "subject" "redirect-me" { redirect "someone@far.test"; }`)
 
 	stamp := time.Now().UnixNano()
 	msg := func(from, subject string, extra ...string) string {
@@ -204,27 +208,40 @@ _dmarc.obrien.test. 300 IN TXT "v=DMARC1; p=reject"
 	}
 	s.expect("QUIT", 221)
 	got := []byte(far.wait(t, "Subject: "+fsubject, 30*time.Second).data)
-	if !bytes.HasPrefix(got, []byte("ARC-Seal: i=1; a=rsa-sha256;")) || !bytes.Contains(got, []byte("cv=none")) ||
-		!bytes.Contains(got, []byte("ARC-Authentication-Results: i=1; test.local;")) {
-		t.Fatalf("forwarded copy without a first ARC set of test.local:\n%s", headerOf(string(got)))
-	}
 	res, err := dnsresolver.New(dnsresolver.Config{Servers: []string{zone.addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := arc.Verify(context.Background(), res, got); v.Status != arc.Pass || v.Domain != testDomain {
-		t.Errorf("pimail's own check of the forwarded chain: %+v", v)
+	sealed := func(what string, got []byte) {
+		t.Helper()
+		if !bytes.HasPrefix(got, []byte("ARC-Seal: i=1; a=rsa-sha256;")) || !bytes.Contains(got, []byte("cv=none")) ||
+			!bytes.Contains(got, []byte("ARC-Authentication-Results: i=1; test.local;")) {
+			t.Fatalf("%s without a first ARC set of test.local:\n%s", what, headerOf(string(got)))
+		}
+		if v := arc.Verify(context.Background(), res, got); v.Status != arc.Pass || v.Domain != testDomain {
+			t.Errorf("pimail's own check of the chain of the %s: %+v", what, v)
+		}
+		judge(t, py, zone.addr, "arc", [][]byte{got}, func(tool string, _ int, out string) {
+			if !strings.HasPrefix(out, "pass") {
+				t.Errorf("%s: ARC chain of the %s: %s", tool, what, out)
+			}
+		})
+		judge(t, py, zone.addr, "dkim", [][]byte{got}, func(tool string, _ int, out string) {
+			if !strings.HasPrefix(out, "pass") {
+				t.Errorf("%s: author's DKIM signature in the %s: %s", tool, what, out)
+			}
+		})
 	}
-	judge(t, py, zone.addr, "arc", [][]byte{got}, func(tool string, _ int, out string) {
-		if !strings.HasPrefix(out, "pass") {
-			t.Errorf("%s: ARC chain of the forwarded copy: %s", tool, out)
-		}
-	})
-	judge(t, py, zone.addr, "dkim", [][]byte{got}, func(tool string, _ int, out string) {
-		if !strings.HasPrefix(out, "pass") {
-			t.Errorf("%s: author's DKIM signature in the forwarded copy: %s", tool, out)
-		}
-	})
+	sealed("forwarded copy", got)
+
+	// A Sieve redirect is sealed the same way, by the account's domain.
+	rsubject := fmt.Sprintf("redirect-me-%d", stamp)
+	s = dialSMTP(t, srv.SMTP)
+	if err := s.transaction("alice@signed.test", []string{bob}, []byte(signed(msg("Alice <alice@signed.test>", rsubject)))); err != nil {
+		t.Fatalf("send to bob: %v", err)
+	}
+	s.expect("QUIT", 221)
+	sealed("redirected message", []byte(far.wait(t, "Subject: "+rsubject, 30*time.Second).data))
 
 	// A header-only message from the local domain, forwarded: the queue
 	// signs it (RSA and Ed25519) with test.local's keys, and dkimpy and

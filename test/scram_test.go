@@ -191,3 +191,60 @@ func TestSCRAMIMAPPOP3(t *testing.T) {
 		t.Errorf("no rate-limited line after failed SCRAM logins:\n%s", srv.Logs())
 	}
 }
+
+// TestSCRAMAfterWebmailPasswordChange changes a password through the
+// webmail's settings form and logs in over IMAP with SCRAM-SHA-256 (the
+// keys beside the hash) and with LOGIN (the hash): both take the new
+// password and refuse the old one. Before both went through one function
+// (password.Set), the webmail changed only the hash, and SCRAM refused
+// the new password.
+func TestSCRAMAfterWebmailPasswordChange(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(t, "")
+	user := srv.AddAccounts("scramweb")[0]
+	l := withListeners(t, "http")
+	srv.StartWith(l)
+	base := "http://" + l.HTTP
+	c, _ := webmailLogin(t, base, user)
+	resp, err := c.Get(base + "/settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	m := regexp.MustCompile(`action="/settings/password".*?name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("GET /settings (%s): no password form:\n%s", resp.Status, clip(string(page), 2000))
+	}
+	const newPassword = "a new Passw0rd for SCRAM"
+	resp, err = c.PostForm(base+"/settings/password", url.Values{
+		"csrf": {string(m[1])}, "old": {testPassword}, "new": {newPassword}, "confirm": {newPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Request.URL.RawQuery, "notice=password") {
+		t.Fatalf("password change: %s, ended at %s", resp.Status, resp.Request.URL)
+	}
+
+	if !goIMAPSCRAM(t, srv.IMAP, user, newPassword) {
+		t.Error("SCRAM-SHA-256 login with the new password refused after the webmail change")
+	}
+	if goIMAPSCRAM(t, srv.IMAP, user, testPassword) {
+		t.Error("SCRAM-SHA-256 login with the old password accepted after the webmail change")
+	}
+	login := func(pw string) error {
+		c, err := imapclient.DialInsecure(srv.IMAP, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Login(user, pw).Wait()
+	}
+	if err := login(newPassword); err != nil {
+		t.Errorf("LOGIN with the new password: %v", err)
+	}
+	if login(testPassword) == nil {
+		t.Error("LOGIN with the old password accepted")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,19 @@ vacation :days 1 :subject "Out of office" "I am away until Monday.";
 	if err != nil || sel.NumMessages != 1 {
 		t.Fatalf("SELECT Lists/news: %v %+v", err, sel)
 	}
+	// The mailbox :create made is subscribed (RFC 5490 §3.2), so that
+	// clients showing only subscribed mailboxes show it.
+	subs, err := alice.List("", "*", &imap.ListOptions{SelectSubscribed: true}).Collect()
+	if err != nil {
+		t.Fatalf("LIST (SUBSCRIBED): %v", err)
+	}
+	var names []string
+	for _, m := range subs {
+		names = append(names, m.Mailbox)
+	}
+	if !slices.Contains(names, "Lists/news") {
+		t.Errorf("Lists/news, made by fileinto :create, is not subscribed: %q", names)
+	}
 	var one imap.SeqSet
 	one.AddNum(1)
 	msgs, err := alice.Fetch(one, &imap.FetchOptions{Flags: true}).Collect()
@@ -171,4 +185,23 @@ func hasFlag(flags []imap.Flag, f imap.Flag) bool {
 		}
 	}
 	return false
+}
+
+// putSieve uploads script with sieve-connect (ManageSieve over STARTTLS)
+// and makes it user's active script.
+func putSieve(t *testing.T, addr, user, script string) {
+	t.Helper()
+	tool := requireTool(t, "sieve-connect")
+	host, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.sieve"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"--localsieve s.sieve --remotesieve s --upload", "--remotesieve s --activate"} {
+		cmd := fmt.Sprintf("echo %s | %s --server %s --port %s --nosrv --user %s --passwordfd 0 --notlsverify --tlshostname test.local %s",
+			testPassword, tool, host, port, user, step)
+		if out, err := runToolErr(time.Minute, dir, nil, "sh", "-c", cmd); err != nil {
+			t.Fatalf("sieve-connect %s: %v\n%s", step, err, out)
+		}
+	}
 }

@@ -12,16 +12,34 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 )
 
 // TestWebmailJunkTrainsSpamFilter marks messages as junk and as not junk
 // in the webmail of the real server and then scores new messages with
 // `pimail spam check` for that account: the account's classifier learned
-// from the clicks (as it does from IMAP moves into and out of Junk).
+// from the clicks.
 func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
 	t.Parallel()
+	junkTraining(t, "junkclicker", markInWebmail)
+}
+
+// TestIMAPJunkTrainsSpamFilter does the same with an IMAP client: the
+// junk-like messages moved into Junk, the others flagged $NotJunk.
+func TestIMAPJunkTrainsSpamFilter(t *testing.T) {
+	t.Parallel()
+	junkTraining(t, "junkmover", markOverIMAP)
+}
+
+// junkTraining delivers 25 junk-like messages (subject "toolchain release
+// notes N") and 25 ordinary ones ("planning meeting notes N") to a new
+// account, has mark tell the server which are which, and checks that the
+// account's classifier learned it.
+func junkTraining(t *testing.T, name string, mark func(t *testing.T, srv *Server, l Listeners, user string)) {
 	srv := NewServer(t, "")
-	user := srv.AddAccounts("junkclicker")[0]
+	user := srv.AddAccounts(name)[0]
 	l := withListeners(t, "http")
 	srv.StartWith(l)
 	const n = 25
@@ -68,6 +86,31 @@ func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
 	}
 	spam0, ham0 := probe()
 
+	mark(t, srv, l, user)
+	srv.Stop() // the learner saves the account's model on shutdown
+
+	spam1, ham1 := probe()
+	t.Logf("bayes probability for this account: junk-like %s → %s, ordinary %s → %s", spam0, spam1, ham0, ham1)
+	p := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("no bayes probability after training (%q)", s)
+		}
+		return v
+	}
+	// The classifier's indicator does not saturate (internal/spam,
+	// combine): a few dozen clicks move it far, not to 0 or 1.
+	if p(spam1) < 0.8 || p(ham1) > 0.3 {
+		t.Fatalf("after marking: junk-like %s, ordinary %s; want > 0.8 and < 0.3", spam1, ham1)
+	}
+	if spam0 != "untrained" && p(spam1)-p(spam0) < 0.3 {
+		t.Fatalf("marking as junk moved the junk-like score only from %s to %s", spam0, spam1)
+	}
+}
+
+// markInWebmail clicks "junk" on the junk-like messages of the inbox and
+// "not junk" on the ordinary ones.
+func markInWebmail(t *testing.T, srv *Server, l Listeners, user string) {
 	base := "http://" + l.HTTP
 	c, inbox := webmailLogin(t, base, user)
 	box := strings.TrimPrefix(inbox, "/box/")
@@ -113,24 +156,43 @@ func TestWebmailJunkTrainsSpamFilter(t *testing.T) {
 	}
 	act("junk", spamUIDs)
 	act("notjunk", hamUIDs)
-	srv.Stop() // the learner saves the account's model on shutdown
+}
 
-	spam1, ham1 := probe()
-	t.Logf("bayes probability for this account: junk-like %s → %s, ordinary %s → %s", spam0, spam1, ham0, ham1)
-	p := func(s string) float64 {
-		v, err := strconv.ParseFloat(s, 64)
+// markOverIMAP moves the junk-like messages into Junk and flags the
+// ordinary ones $NotJunk (RFC 5788's registry), with go-imap's client.
+func markOverIMAP(t *testing.T, srv *Server, _ Listeners, user string) {
+	c, err := imapclient.DialInsecure(srv.IMAP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Login(user, testPassword).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	find := func(subject string) imap.UIDSet {
+		t.Helper()
+		d, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Subject", Value: subject}}}, nil).Wait()
 		if err != nil {
-			t.Fatalf("no bayes probability after training (%q)", s)
+			t.Fatalf("SEARCH %s: %v", subject, err)
 		}
-		return v
+		uids := d.AllUIDs()
+		if len(uids) < 20 {
+			t.Fatalf("SEARCH %s: %d messages, want 20 or more", subject, len(uids))
+		}
+		return imap.UIDSetNum(uids...)
 	}
-	// The classifier's indicator does not saturate (internal/spam,
-	// combine): a few dozen clicks move it far, not to 0 or 1.
-	if p(spam1) < 0.8 || p(ham1) > 0.3 {
-		t.Fatalf("after marking: junk-like %s, ordinary %s; want > 0.8 and < 0.3", spam1, ham1)
+	spamUIDs, hamUIDs := find("toolchain release notes"), find("planning meeting notes")
+	if _, err := c.Move(spamUIDs, "Junk").Wait(); err != nil {
+		t.Fatalf("MOVE to Junk: %v", err)
 	}
-	if spam0 != "untrained" && p(spam1)-p(spam0) < 0.3 {
-		t.Fatalf("marking as junk moved the junk-like score only from %s to %s", spam0, spam1)
+	if err := c.Store(hamUIDs, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{"$NotJunk"}}, nil).Close(); err != nil {
+		t.Fatalf("STORE $NotJunk: %v", err)
+	}
+	if err := c.Logout().Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 

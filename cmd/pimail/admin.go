@@ -168,7 +168,7 @@ func cmdAccount(args []string) error {
 				return err
 			}
 			return withStore(loc, func(ctx context.Context, st store.Store) error {
-				if err := setPassword(ctx, st, a, pos[1]); err != nil {
+				if err := password.Set(ctx, st, a, pos[1]); err != nil {
 					return err
 				}
 				fmt.Printf("password of %s changed\n", a)
@@ -355,48 +355,13 @@ func cmdAlias(args []string) error {
 	})
 }
 
-// accountWriter is what creating accounts and setting passwords need.
-type accountWriter interface {
-	store.DirectoryWriter
-	store.Credentials
-}
-
 // addAccount creates an account with its password credentials.
-func addAccount(ctx context.Context, st accountWriter, address, pw string) error {
-	hash, err := password.Hash(pw)
-	if err != nil {
-		return err
-	}
-	if _, err := st.AddAccount(ctx, address, hash); err != nil {
+func addAccount(ctx context.Context, st password.AccountWriter, address, pw string) error {
+	if _, err := password.AddAccount(ctx, st, address, pw); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("add account %s: domain %s does not exist (pimail domain add)", address, message.DomainOf(address))
 		}
-		return fmt.Errorf("add account %s: %w", address, err)
-	}
-	return setSCRAM(ctx, st, address, pw)
-}
-
-// setPassword replaces an account's password credentials.
-func setPassword(ctx context.Context, st store.Credentials, address, pw string) error {
-	hash, err := password.Hash(pw)
-	if err != nil {
 		return err
-	}
-	if err := st.SetPassword(ctx, address, hash); err != nil {
-		return fmt.Errorf("set password of %s: %w", address, err)
-	}
-	return setSCRAM(ctx, st, address, pw)
-}
-
-// setSCRAM stores the SCRAM-SHA-256 keys (RFC 7677) beside the argon2id
-// hash, so submission can offer SCRAM without knowing the password.
-func setSCRAM(ctx context.Context, st store.Credentials, address, pw string) error {
-	keys, err := password.SCRAMKeys(pw)
-	if err != nil {
-		return err
-	}
-	if err := st.SetSCRAM(ctx, address, keys); err != nil {
-		return fmt.Errorf("store SCRAM keys of %s: %w", address, err)
 	}
 	return nil
 }

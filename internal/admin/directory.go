@@ -231,26 +231,13 @@ func (s *Server) accountsSubmit(w http.ResponseWriter, r *http.Request, sess *se
 	done(w, r, "accounts", key)
 }
 
-// setPassword creates the account (add) or replaces its password, with
-// the argon2id hash and the SCRAM-SHA-256 keys.
+// setPassword creates the account (add) or replaces its password.
 func (s *Server) setPassword(r *http.Request, addr, pw string, add bool) error {
-	hash, err := password.Hash(pw)
-	if err != nil {
-		return err
-	}
 	if add {
-		_, err = s.st.AddAccount(r.Context(), addr, hash)
-	} else {
-		err = s.st.SetPassword(r.Context(), addr, hash)
-	}
-	if err != nil {
+		_, err := password.AddAccount(r.Context(), s.st, addr, pw)
 		return err
 	}
-	keys, err := password.SCRAMKeys(pw)
-	if err != nil {
-		return err
-	}
-	return s.st.SetSCRAM(r.Context(), addr, keys)
+	return password.Set(r.Context(), s.st, addr, pw)
 }
 
 // ---- aliases and catch-alls ----

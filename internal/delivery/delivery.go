@@ -98,6 +98,7 @@ type Store interface {
 	store.DirectoryReader
 	store.Quotas
 	store.MailboxReader
+	store.MailboxWriter // Sieve's fileinto :create (sieve.go)
 	store.Deliverer
 }
 

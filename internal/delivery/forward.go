@@ -100,13 +100,8 @@ func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, 
 	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(message.DomainOf(from)) {
 		from = p.srs.Forward(from, tgt.fwdDomain)
 	}
-	if p.sealer != nil && auth != nil && tgt.fwdDomain != "" {
-		sealed, err := p.sealer.Seal(ctx, tgt.fwdDomain, raw, auth.Header, auth.ARC)
-		if err != nil {
-			log.Warn("ARC sealing failed; forwarding unsealed", "domain", tgt.fwdDomain, "err", err)
-		} else {
-			raw = sealed
-		}
+	if tgt.fwdDomain != "" {
+		raw = p.seal(ctx, log, tgt.fwdDomain, raw, auth)
 	}
 	if err := p.fwd.Forward(ctx, from, tgt.remote, raw); err != nil {
 		return fmt.Errorf("forward: %w", err)
@@ -115,4 +110,22 @@ func (p *Pipeline) forward(ctx context.Context, log *slog.Logger, env Envelope, 
 	p.dlog.LogEach(store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
 		From: env.MailFrom, RemoteIP: env.RemoteIP, Reason: "250 " + env.ID + " forwarded"}, env.Recipients)
 	return nil
+}
+
+// seal returns raw with an ARC set (RFC 8617) of domain on top, carrying
+// this server's authentication results auth, for mail sent on to another
+// receiver (alias forwarding, Sieve redirect). It returns raw as it is
+// when the message was not authenticated here (auth nil: it came from
+// inside), when no sealer is set, or when sealing fails (the domain has
+// no RSA key, say), which it logs: the mail goes on unsealed.
+func (p *Pipeline) seal(ctx context.Context, log *slog.Logger, domain string, raw []byte, auth *msgauth.Result) []byte {
+	if p.sealer == nil || auth == nil {
+		return raw
+	}
+	sealed, err := p.sealer.Seal(ctx, domain, raw, auth.Header, auth.ARC)
+	if err != nil {
+		log.Warn("ARC sealing failed; sending on unsealed", "domain", domain, "err", err)
+		return raw
+	}
+	return sealed
 }

@@ -24,14 +24,18 @@ import (
 //     default mailbox (keep, the implicit keep) is Junk when the spam
 //     filter filed the message there, else INBOX. fileinto to a mailbox
 //     that does not exist keeps the message in the default mailbox unless
-//     :create (RFC 5490 §3.2) was given.
+//     :create (RFC 5490 §3.2) was given, which creates it and subscribes
+//     it: CREATE over IMAP leaves subscriptions alone (RFC 3501 §6.3.6),
+//     but a mailbox the server made on its own would otherwise stay
+//     hidden from the many clients that show only subscribed mailboxes.
 //   - redirect sends the message as received through the outbound queue
 //     (local targets through this pipeline), with an SRS envelope sender
-//     like alias forwarding, before anything is stored; a failure defers
-//     the message. Loops are cut by the X-Sieve-Redirected-From field
-//     each redirect adds (an account never redirects a message it
-//     redirected before) and by the Received count (MaxHops); a redirect
-//     cut this way keeps the message instead.
+//     and an ARC seal of the account's domain like alias forwarding,
+//     before anything is stored; a failure defers the message. Loops
+//     are cut by the X-Sieve-Redirected-From field each redirect adds
+//     (an account never redirects a message it redirected before) and by
+//     the Received count (MaxHops); a redirect cut this way keeps the
+//     message instead.
 //   - reject and ereject (RFC 5429): when every recipient refuses, the
 //     SMTP client gets 550 5.7.1 with the reason (RFC 5429 §2.1.1). When
 //     only some do, or the message came from inside, the sender gets a
@@ -276,15 +280,37 @@ func (p *Pipeline) fileinto(ctx context.Context, log *slog.Logger, def store.Rec
 		return r, nil
 	}
 	_, err := p.st.Mailbox(ctx, def.AccountID, a.Mailbox)
+	if errors.Is(err, store.ErrNotFound) && a.Create {
+		err = p.createSubscribed(ctx, def.AccountID, a.Mailbox)
+	}
 	switch {
-	case err == nil || a.Create:
+	case err == nil:
 		r.Mailbox = a.Mailbox
 	case errors.Is(err, store.ErrNotFound):
 		log.Info("sieve fileinto: no such mailbox; kept in the default one", "account_id", def.AccountID, "mailbox", a.Mailbox)
+	case errors.Is(err, store.ErrInvalid):
+		// RFC 5490 §3.2: failing to create the mailbox is an error, and
+		// a run-time error keeps the message (RFC 5228 §2.10.6).
+		log.Warn("sieve fileinto :create: the mailbox cannot be created; kept in the default one",
+			"account_id", def.AccountID, "mailbox", a.Mailbox, "err", err)
 	default:
 		return r, fmt.Errorf("sieve fileinto %q: %w", a.Mailbox, err)
 	}
 	return r, nil
+}
+
+// createSubscribed creates the mailbox of a fileinto :create and
+// subscribes it (see the top of this file). A delivery that created it
+// first wins; the subscription is then that delivery's.
+func (p *Pipeline) createSubscribed(ctx context.Context, accountID int64, name string) error {
+	_, err := p.st.CreateMailbox(ctx, accountID, name, store.SpecialNone)
+	if errors.Is(err, store.ErrExists) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return p.st.SetSubscribed(ctx, accountID, name, true)
 }
 
 // redirect sends the message on for one account. It returns false when
@@ -302,6 +328,10 @@ func (p *Pipeline) redirect(ctx context.Context, log *slog.Logger, m sieveMessag
 		return false
 	}
 	raw := append([]byte(redirectedHeader+": "+account+"\r\n"), m.received...)
+	// Sealed like alias forwarding, by the account's domain, so that the
+	// next receiver can trust the results from before the envelope
+	// changed (RFC 8617; forward.go).
+	raw = p.seal(ctx, log, message.DomainOf(account), raw, m.auth)
 	from := m.env.MailFrom
 	if p.srs != nil && from != "" && !p.dir.IsLocalDomain(message.DomainOf(from)) {
 		from = p.srs.Forward(from, message.DomainOf(account)) // SRS, as for alias forwarding

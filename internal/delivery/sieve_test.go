@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,11 @@ if header :contains "subject" "hello" {
 	got := f.box(t, "alice@example.com", "Lists/Hello")
 	if len(got) != 1 || got[0].Flags != store.FlagFlagged || len(got[0].Keywords) != 1 || got[0].Keywords[0] != "$Work" {
 		t.Fatalf("Lists/Hello: %+v", got)
+	}
+	// RFC 5490 §3.2: the mailbox :create made is subscribed.
+	subs, err := f.st.Subscriptions(context.Background(), f.ids["alice@example.com"])
+	if err != nil || !slices.Contains(subs, "Lists/Hello") {
+		t.Fatalf("subscriptions after fileinto :create: %q %v", subs, err)
 	}
 	if n := len(f.box(t, "alice@example.com", "Archive")); n != 1 {
 		t.Fatalf("Archive has %d messages", n)

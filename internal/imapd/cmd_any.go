@@ -27,7 +27,7 @@ func (s *session) capabilities() string {
 		"MOVE", "CHILDREN", "SPECIAL-USE", "LIST-EXTENDED", "LIST-STATUS", "ESEARCH",
 		"STATUS=SIZE", "BINARY", "UTF8=ACCEPT", "CONDSTORE", "QRESYNC", "SEARCHRES",
 		"SORT", "SORT=DISPLAY", "ESORT", "CONTEXT=SEARCH", "CONTEXT=SORT", "THREAD=ORDEREDSUBJECT", "THREAD=REFERENCES",
-		"COMPRESS=DEFLATE", "CREATE-SPECIAL-USE",
+		"COMPRESS=DEFLATE", "CREATE-SPECIAL-USE", "OBJECTID",
 		"APPENDLIMIT="+strconv.FormatInt(s.srv.cfg.MaxLiteralSize, 10))
 	caps = append(caps, s.quotaCapabilities()...) // quota.go
 	return strings.Join(caps, " ")

@@ -277,6 +277,14 @@ func (s *session) writeFetch(i int, m *store.MessageMeta, raw []byte, rawIsHeade
 			b = append(b, ')')
 			modseqSent = true
 			continue
+		case "EMAILID": // RFC 8474 §5.1 (objectid.go)
+			b = append(b, "EMAILID ("...)
+			b = append(b, emailObjectID(m.BlobID)...)
+			b = append(b, ')')
+			continue
+		case "THREADID": // RFC 8474 §5.2: no threads kept
+			b = append(b, "THREADID NIL"...)
+			continue
 		case "ENVELOPE":
 			b = append(b, "ENVELOPE "...)
 			b = s.appendEnvelope(b, envelopeOf(m))

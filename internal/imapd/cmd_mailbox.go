@@ -43,10 +43,11 @@ func cmdCreate(s *session, cmd *command) (string, string, error) {
 			return "", "", storeErr(err, "parent mailbox")
 		}
 	}
-	if _, err := s.srv.st.CreateMailbox(s.ctx, s.acct.ID, name, use); err != nil {
+	mb, err := s.srv.st.CreateMailbox(s.ctx, s.acct.ID, name, use)
+	if err != nil {
 		return "", "", storeErr(err, "mailbox")
 	}
-	return "", "", nil
+	return "MAILBOXID (" + mailboxObjectID(mb.ID) + ")", "CREATE completed", nil // RFC 8474 §4.1
 }
 
 // parseCreateUse parses the CREATE parameter "(USE (\Archive))" (RFC 6154
@@ -138,9 +139,9 @@ func cmdSubscribe(s *session, cmd *command) (string, string, error) {
 }
 
 // statusItems are the STATUS data items (RFC 9051 §6.3.11, RFC 8438 SIZE,
-// RFC 7162 HIGHESTMODSEQ).
+// RFC 7162 HIGHESTMODSEQ, RFC 8474 MAILBOXID).
 var statusItems = map[string]bool{"MESSAGES": true, "UIDNEXT": true, "UIDVALIDITY": true, "UNSEEN": true,
-	"DELETED": true, "SIZE": true, "RECENT": true, "HIGHESTMODSEQ": true}
+	"DELETED": true, "SIZE": true, "RECENT": true, "HIGHESTMODSEQ": true, "MAILBOXID": true}
 
 func parseStatusItems(a imapwire.Arg) ([]string, error) {
 	if a.Kind != imapwire.KindList || len(a.List) == 0 {
@@ -235,6 +236,8 @@ func (s *session) writeStatusOf(st store.MailboxStatus, items []string) error {
 			s.w.Int(int64(n))
 		case "HIGHESTMODSEQ":
 			s.w.Number(st.HighestModSeq)
+		case "MAILBOXID":
+			s.w.Raw("(").Raw(mailboxObjectID(st.ID)).Raw(")")
 		}
 	}
 	s.w.Raw(")").CRLF()

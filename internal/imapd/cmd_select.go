@@ -71,6 +71,7 @@ func cmdSelect(s *session, cmd *command) (string, string, error) {
 	// RFC 7162 §3.1.2.1: every mailbox has persistent modseqs, so every
 	// SELECT/EXAMINE reports HIGHESTMODSEQ (never NOMODSEQ).
 	w.Raw("* OK [HIGHESTMODSEQ ").Number(v.modseq).Raw("] Highest").CRLF()
+	w.Raw("* OK [MAILBOXID (").Raw(mailboxObjectID(mb.ID)).Raw(")] Ok").CRLF() // RFC 8474 §4.3
 	if !s.rev2 {
 		for i, f := range v.flags {
 			if f.flags&store.FlagSeen == 0 {

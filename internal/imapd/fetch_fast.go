@@ -23,7 +23,7 @@ func choosePath(atts []imapwire.FetchAtt) fetchPath {
 	env, hdr := false, false
 	for _, a := range atts {
 		switch a.Name {
-		case "UID", "FLAGS", "INTERNALDATE", "RFC822.SIZE", "MODSEQ":
+		case "UID", "FLAGS", "INTERNALDATE", "RFC822.SIZE", "MODSEQ", "EMAILID", "THREADID":
 		case "ENVELOPE":
 			env = true
 		case "RFC822.HEADER":

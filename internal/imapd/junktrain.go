@@ -3,7 +3,6 @@ package imapd
 import (
 	"slices"
 	"strings"
-	"sync"
 
 	"pimail/internal/store"
 )
@@ -24,27 +23,6 @@ type JunkTrainer interface {
 // a user who moves ten thousand messages at once is cleaning up, and the
 // first thousand teach the model as much.
 const maxJunkPerCommand = 1000
-
-// junkTrainers holds each server's trainer (set by SetJunkTrainer). It
-// lives here rather than in Config so that the hook stays in this file.
-var junkTrainers sync.Map // *Server → JunkTrainer
-
-// SetJunkTrainer installs the trainer that COPY, MOVE and STORE report
-// junk decisions to; nil turns learning off. Call before Serve.
-func (srv *Server) SetJunkTrainer(t JunkTrainer) {
-	if t == nil {
-		junkTrainers.Delete(srv)
-		return
-	}
-	junkTrainers.Store(srv, t)
-}
-
-func (srv *Server) junkTrainer() JunkTrainer {
-	if t, ok := junkTrainers.Load(srv); ok {
-		return t.(JunkTrainer)
-	}
-	return nil
-}
 
 // junkKeywords says what a STORE tells: adding (or setting) $Junk is
 // spam, $NotJunk ham; removing either says nothing, and so does a STORE
@@ -67,7 +45,7 @@ func junkKeywords(op store.FlagOp, keywords []string) (spam, ok bool) {
 // It looks up their blobs (one indexed read, done only when the command
 // said something about junk); the training itself happens elsewhere.
 func (s *session) reportJunk(mailboxID int64, uids []uint32, spam bool) {
-	t := s.srv.junkTrainer()
+	t := s.srv.cfg.Junk
 	if t == nil || len(uids) == 0 {
 		return
 	}

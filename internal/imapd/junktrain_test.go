@@ -44,9 +44,8 @@ func blobOf(t *testing.T, st store.Store, d store.Delivered) int64 {
 }
 
 func TestJunkTrainingHooks(t *testing.T) {
-	env := newTestEnv(t, Config{})
 	tr := &fakeTrainer{}
-	env.srv.SetJunkTrainer(tr)
+	env := newTestEnv(t, Config{Junk: tr})
 	msg := func(n int) string {
 		return fmt.Sprintf("From: a@b.test\r\nSubject: m%d\r\nMessage-ID: <%d@b.test>\r\n\r\nbody %d\r\n", n, n, n)
 	}
@@ -90,8 +89,11 @@ func TestJunkTrainingHooks(t *testing.T) {
 	mustOK(t, r.cmd("I", "MOVE 1 Trash"))
 	want("Junk to Trash")
 
-	// Without a trainer nothing is reported and nothing breaks.
-	env.srv.SetJunkTrainer(nil)
+	// Without a trainer nothing breaks.
+	plain := newTestEnv(t, Config{})
+	plain.deliver("INBOX", msg(4))
+	r = plain.raw()
+	r.login()
 	r.cmd("J", "SELECT INBOX")
 	mustOK(t, r.cmd("K", "MOVE 1:* Junk"))
 	want("no trainer")

@@ -101,6 +101,13 @@ func (s *session) toStoreQuery(k imapwire.SearchKey, info *searchInfo, depth int
 		// message's MODSEQ, which is never lower than any of its flags'.
 		info.usesModSeq = true
 		return store.SearchQuery{Op: store.SearchModSeq, Num: k.Num}, nil
+	case "EMAILID": // RFC 8474 §6 (objectid.go)
+		if id, ok := blobOfEmailID(k.Str); ok {
+			return store.SearchQuery{Op: store.SearchBlobID, Num: id}, nil
+		}
+		return store.SearchQuery{Op: store.SearchOr}, nil // an OR of nothing matches nothing
+	case "THREADID": // no message has a THREADID (objectid.go)
+		return store.SearchQuery{Op: store.SearchOr}, nil
 	case "LARGER":
 		return store.SearchQuery{Op: store.SearchLarger, Num: k.Num}, nil
 	case "SMALLER":

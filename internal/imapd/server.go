@@ -14,9 +14,9 @@
 // 3516), UTF8=ACCEPT (RFC 6855), APPENDLIMIT (RFC 7889), CONDSTORE and
 // QRESYNC (RFC 7162), SORT and THREAD=ORDEREDSUBJECT, THREAD=REFERENCES
 // (RFC 5256), SORT=DISPLAY (RFC 5957), ESORT, CONTEXT=SEARCH and
-// CONTEXT=SORT (RFC 5267), COMPRESS=DEFLATE (RFC 4978) and QUOTA (RFC
-// 9208, without resource limits for now). docs/conformance.md has what
-// Dovecot's imaptest says of them.
+// CONTEXT=SORT (RFC 5267), COMPRESS=DEFLATE (RFC 4978), OBJECTID (RFC
+// 8474, objectid.go) and QUOTA (RFC 9208, without resource limits for
+// now). docs/conformance.md has what Dovecot's imaptest says of them.
 package imapd
 
 import (
@@ -96,6 +96,9 @@ type Config struct {
 	ConnectionRate int
 	// LimitLoopback holds loopback clients to the per-address limits.
 	LimitLoopback bool
+	// Junk, when non-nil, learns the junk decisions that COPY, MOVE and
+	// STORE express (junktrain.go).
+	Junk JunkTrainer
 }
 
 func (c Config) withDefaults() Config {

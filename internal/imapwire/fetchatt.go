@@ -84,7 +84,8 @@ func ParseFetchAtt(s string) (FetchAtt, error) {
 	if !hasSection {
 		switch name {
 		case "ENVELOPE", "FLAGS", "INTERNALDATE", "RFC822", "RFC822.HEADER", "RFC822.SIZE",
-			"RFC822.TEXT", "BODY", "BODYSTRUCTURE", "UID", "MODSEQ":
+			"RFC822.TEXT", "BODY", "BODYSTRUCTURE", "UID", "MODSEQ",
+			"EMAILID", "THREADID": // RFC 8474 §5
 			return FetchAtt{Name: name}, nil
 		}
 		return FetchAtt{}, errFetchAtt

@@ -244,6 +244,17 @@ func (p *searchParser) key(depth int) (SearchKey, error) {
 		}
 		k.Set, err = ParseSeqSet(s)
 		return k, err
+	case "EMAILID", "THREADID":
+		// RFC 8474 §6, §7: objectid = 1*255(ALPHA / DIGIT / "_" / "-").
+		a, err := p.next()
+		if err != nil {
+			return k, err
+		}
+		if a.Kind != KindAtom || !validObjectID(a.Str) {
+			return k, errors.New("invalid object id")
+		}
+		k.Str = a.Str
+		return k, nil
 	case "NOT":
 		c, err := p.key(depth + 1)
 		if err != nil {
@@ -268,4 +279,18 @@ func (p *searchParser) key(depth int) (SearchKey, error) {
 		return k, fmt.Errorf("unknown search key %q", a.Str)
 	}
 	return SearchKey{Op: "SEQSET", Set: set}, nil
+}
+
+// validObjectID reports whether s is an objectid (RFC 8474 §7).
+func validObjectID(s string) bool {
+	if len(s) == 0 || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -27,7 +27,7 @@ const scramSaltLen = 16
 //	StoredKey      = SHA-256(HMAC(SaltedPassword, "Client Key"))
 //	ServerKey      = HMAC(SaltedPassword, "Server Key")
 //
-// Store them with store.Credentials.SetSCRAM after SetPassword/AddAccount.
+// Set and AddAccount store them beside the password hash.
 func SCRAMKeys(pw string) (store.SCRAMCredentials, error) {
 	salt := make([]byte, scramSaltLen)
 	if _, err := rand.Read(salt); err != nil {

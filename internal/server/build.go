@@ -192,6 +192,14 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		p.queue.Close()
 		return nil, fmt.Errorf("smtp: %w", err)
 	}
+	// Moving mail into or out of Junk, over IMAP or in the webmail, trains
+	// the account's model.
+	var imapJunk imapd.JunkTrainer
+	var webJunk webmail.JunkTrainer
+	if filters.Spam != nil {
+		p.junk = spam.NewJunkLearner(filters.Spam, st.ReadBlob, logger)
+		imapJunk, webJunk = p.junk, p.junk
+	}
 	p.imap = imapd.New(imapd.Config{
 		Hostname:          cfg.Hostname,
 		TLS:               tlsConf,
@@ -205,12 +213,8 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		MaxConnectionsPerIP: cfg.IMAP.MaxConnectionsPerIP,
 		ConnectionRate:      cfg.IMAP.ConnectionRate,
 		LimitLoopback:       cfg.IMAP.LimitLoopback,
+		Junk:                imapJunk,
 	}, st, authn, logger.With("proto", "imap"))
-	if filters.Spam != nil {
-		// Moving mail into or out of Junk over IMAP trains the account's model.
-		p.junk = spam.NewJunkLearner(filters.Spam, st.ReadBlob, logger)
-		p.imap.SetJunkTrainer(p.junk)
-	}
 	p.pop3 = pop3d.New(pop3d.Config{
 		Hostname:          cfg.Hostname,
 		TLS:               tlsConf,
@@ -255,11 +259,6 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 		Submissions: port(cfg.Listen.Submissions), Submission: port(cfg.Listen.Submission),
 		ManageSieve: port(cfg.Listen.ManageSieve),
 	})
-	// Marking junk in the webmail trains the same learner as IMAP moves.
-	var webJunk webmail.JunkTrainer
-	if p.junk != nil {
-		webJunk = p.junk
-	}
 	web := func(secure bool) http.Handler {
 		mux := http.NewServeMux()
 		for _, path := range autoconfig.Paths {

@@ -206,7 +206,16 @@
 // # Identifiers and errors
 //
 // IDs (accounts, mailboxes, blobs, queue entries) are assigned by the
-// store; callers keep none beyond the life of its row. Errors
-// wrap the sentinel values below, tested with errors.Is; any other error
-// is a failure of the store itself.
+// store. Mailbox, blob and queue IDs are never handed out twice, not
+// even after the row with the highest ID is gone (store/sqlite keeps
+// counters in meta; PostgreSQL's identity sequences never go back), so
+// that clients may keep two of them as names (IMAP's OBJECTID, RFC
+// 8474): Mailbox.ID as MAILBOXID, which RenameMailbox keeps (renaming
+// INBOX moves its messages into a new mailbox with a new ID, and INBOX
+// keeps its own), and MessageMeta.BlobID as EMAILID, which Copy and Move
+// keep, as the copies share the blob (RFC 8474 §5.1 asks that of MOVE
+// and allows it for COPY and for the same content stored twice).
+// storetest's ObjectIDs checks these rules. Errors wrap the sentinel
+// values below, tested with errors.Is; any other error is a failure of
+// the store itself.
 package store

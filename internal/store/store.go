@@ -394,6 +394,7 @@ const (
 	SearchHeader                     // a top-level field named Field whose decoded value contains Text ("" = present)
 	SearchBody                       // SearchableText body contains Text
 	SearchText                       // SearchableText header or body contains Text
+	SearchBlobID                     // BlobID == Num (IMAP's EMAILID, RFC 8474 §6)
 )
 
 // SearchQuery is one node of a search program. Internal dates are compared

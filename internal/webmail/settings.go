@@ -168,11 +168,7 @@ func (s *Server) passwordSubmit(w http.ResponseWriter, r *http.Request, sess *se
 		}
 		return
 	}
-	hash, err := password.Hash(newPw)
-	if err == nil {
-		err = s.st.SetPassword(r.Context(), sess.Address, hash)
-	}
-	if err != nil {
+	if err := password.Set(r.Context(), s.st, sess.Address, newPw); err != nil {
 		s.httpError(w, r, http.StatusInternalServerError, "The password could not be changed.", err)
 		return
 	}

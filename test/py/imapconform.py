@@ -27,7 +27,9 @@ The checks, one group per finding of the issue:
              special-use mailboxes subscribed from the start
   flags      FLAGS and PERMANENTFLAGS announce new keywords (RFC 3501 §7.2.6)
 and the extensions added with it: ESORT and CONTEXT=SEARCH/SORT (RFC 5267),
-CATENATE (RFC 4469), NOTIFY (RFC 5465).
+CATENATE (RFC 4469), NOTIFY (RFC 5465), and OBJECTID (RFC 8474): MAILBOXID
+in CREATE, SELECT, STATUS and LIST-STATUS, kept by RENAME and never handed
+out again; EMAILID kept by COPY and MOVE, SEARCH EMAILID; THREADID NIL.
 """
 
 import argparse
@@ -292,6 +294,64 @@ def check_catenate(m):
     must(m, "UNSELECT", "UNSELECT")
 
 
+def check_objectid(m):
+    idre = r"\(([A-Za-z0-9_-]{1,255})\)"
+
+    def create(name):
+        st, _ = cmd(m, f"CREATE {name}")
+        got = re.search(r"\[MAILBOXID " + idre + r"\]", st)
+        expect(st.startswith("OK") and got, f"CREATE {name} answers MAILBOXID (RFC 8474 §4.1)", st)
+        return got.group(1) if got else None
+
+    def status_id(name):
+        st, lines = cmd(m, f"STATUS {name} (MAILBOXID)")
+        got = [re.search(r"MAILBOXID " + idre, l) for l in lines]
+        got = [g.group(1) for g in got if g]
+        expect(st.startswith("OK") and len(got) == 1, f"STATUS {name} (MAILBOXID) (§4.4)", (st, lines))
+        return got[0] if got else None
+
+    first = create("oid1")
+    must(m, "RENAME oid1 oid2", "RENAME oid1 oid2")
+    expect(status_id("oid2") == first, "RENAME keeps the MAILBOXID (§4.2)", (first, status_id("oid2")))
+    lines = must(m, "SELECT oid2", "SELECT oid2")
+    expect(any(f"[MAILBOXID ({first})]" in l for l in lines), "SELECT reports the MAILBOXID (§4.3)", lines)
+    must(m, "UNSELECT", "UNSELECT")
+    # An ID is never handed out again: not for the same name created
+    # again, not after the newest mailbox is deleted.
+    newest = create("oid-newest")
+    must(m, "DELETE oid-newest", "DELETE oid-newest")
+    later = create("oid-later")
+    expect(later not in (first, newest), "a new mailbox after deleting the newest gets a new MAILBOXID", (first, newest, later))
+    st, lines = cmd(m, 'LIST "" oid-later RETURN (STATUS (MAILBOXID))')
+    expect(any(f"MAILBOXID ({later})" in l for l in lines), "LIST-STATUS with MAILBOXID", lines)
+
+    append(m, "oid2", plain("objectid one"))
+    append(m, "oid2", plain("objectid two"))
+    must(m, "SELECT oid2", "SELECT oid2")
+    st, lines = cmd(m, "FETCH 1:2 (EMAILID THREADID)")
+    ids = [re.search(r"EMAILID " + idre, l) for l in lines]
+    ids = [g.group(1) for g in ids if g]
+    expect(st.startswith("OK") and len(ids) == 2 and ids[0] != ids[1], "FETCH EMAILID: one per message (§5.1)", lines)
+    expect(sum("THREADID NIL" in l for l in lines) == 2, "FETCH THREADID NIL: no threads kept (§5.2)", lines)
+    create("oid3")
+    must(m, "COPY 1 oid3", "COPY 1 oid3")
+    must(m, "MOVE 2 oid3", "MOVE 2 oid3")
+    must(m, "SELECT oid3", "SELECT oid3")
+    st, lines = cmd(m, "FETCH 1:2 (EMAILID)")
+    moved = [re.search(r"EMAILID " + idre, l) for l in lines]
+    moved = [g.group(1) for g in moved if g]
+    expect(moved == ids, "COPY and MOVE keep the EMAILID (§5.1)", (ids, lines))
+    if ids:
+        st, lines = cmd(m, f"UID SEARCH EMAILID {ids[1]}")
+        expect(st.startswith("OK") and len([l for l in lines if l.startswith("* SEARCH ")]) == 1
+               and len(lines[0].split()) == 3, "SEARCH EMAILID finds the moved message (§6)", lines)
+    st, lines = cmd(m, "SEARCH THREADID T1")
+    expect(st.startswith("OK") and lines == ["* SEARCH"], "SEARCH THREADID matches nothing", lines)
+    st, _ = cmd(m, "SEARCH EMAILID bad!id")
+    expect(st.startswith("BAD"), "SEARCH EMAILID with an invalid objectid is BAD (§7)", st)
+    must(m, "UNSELECT", "UNSELECT")
+
+
 def read_until(m, pred, timeout=5.0):
     """Reads untagged lines without a command until pred(line) holds
     (or nothing comes for timeout seconds)."""
@@ -354,7 +414,7 @@ def main():
     keep_going = args.keep_going
     m = connect(args)
     caps = m.capabilities
-    for c in ("ESORT", "CONTEXT=SEARCH", "CONTEXT=SORT", "CATENATE", "NOTIFY"):
+    for c in ("ESORT", "CONTEXT=SEARCH", "CONTEXT=SORT", "CATENATE", "NOTIFY", "OBJECTID"):
         expect(c in caps, f"CAPABILITY {c}", caps)
     checks = [
         lambda: check_recent(args, m, args.recent),
@@ -368,6 +428,7 @@ def main():
         lambda: check_context(m),
         lambda: check_catenate(m),
         lambda: check_notify(args, m),
+        lambda: check_objectid(m),
     ]
     for c in checks:
         try:

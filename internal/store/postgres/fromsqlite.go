@@ -484,8 +484,16 @@ func CopyFromSQLite(ctx context.Context, url, dir string, progress func(done, to
 			return err
 		}
 	}
+	// The sequences move past the IDs SQLite handed out, also those of
+	// rows gone before the copy (its counters of schema step 15), so that
+	// no MAILBOXID or EMAILID a client has seen names something else.
+	floors, err := src.idFloors(ctx)
+	if err != nil {
+		return err
+	}
 	for _, t := range identityTables {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SELECT setval(pg_get_serial_sequence('%s', 'id'), coalesce(max(id), 0) + 1, false) FROM %s", t, t)); err != nil {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SELECT setval(pg_get_serial_sequence('%s', 'id'), greatest(coalesce(max(id), 0), $1) + 1, false) FROM %s", t, t),
+			floors[t]); err != nil {
 			return fmt.Errorf("move the IDs of %s on: %w", t, err)
 		}
 	}
@@ -639,4 +647,28 @@ func rowText(vals []any) string {
 		}
 	}
 	return b.String()
+}
+
+// idFloors returns, per table, the highest ID SQLite's counters (schema
+// step 15, store/sqlite/mailboxes.go) say it handed out; none before that
+// step.
+func (s *source) idFloors(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.tx.QueryContext(ctx, "SELECT key, value FROM meta WHERE key IN ('mailbox_last_id', 'blob_last_id')")
+	if err != nil {
+		return nil, fmt.Errorf("read the ID counters: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("read the ID counters: %w", err)
+		}
+		out[map[string]string{"mailbox_last_id": "mailboxes", "blob_last_id": "blobs"}[k]] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the ID counters: %w", err)
+	}
+	return out, nil
 }

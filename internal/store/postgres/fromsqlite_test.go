@@ -99,6 +99,15 @@ func TestCopyFromSQLite(t *testing.T) {
 	if err := src.RecordLogins(c, logins); err != nil {
 		t.Fatal(err)
 	}
+	// The newest mailbox, deleted before the copy: its ID (a MAILBOXID a
+	// client may have seen, RFC 8474) stays taken in PostgreSQL.
+	gone, err := src.CreateMailbox(c, a.ID, "Gone", store.SpecialNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.DeleteMailbox(c, a.ID, "Gone"); err != nil {
+		t.Fatal(err)
+	}
 	snap := filepath.Join(t.TempDir(), "snap")
 	if _, err := src.Snapshot(c, snap, sqlite.SnapshotOptions{}); err != nil {
 		t.Fatal(err)
@@ -194,6 +203,9 @@ func TestCopyFromSQLite(t *testing.T) {
 	}
 	if dl, err := dst.LoginsAfter(c, sl[1].Seq, 10); err != nil || len(dl) != 1 {
 		t.Fatalf("a login event after the copy: %+v, %v; want one after seq %d", dl, err, sl[1].Seq)
+	}
+	if mb, err := dst.CreateMailbox(c, a.ID, "New", store.SpecialNone); err != nil || mb.ID <= gone.ID {
+		t.Fatalf("mailbox created after the copy: %+v, %v; the one deleted before it had ID %d", mb, err, gone.ID)
 	}
 	// New mail goes on with the next UID, and new rows get new IDs.
 	d, err := dst.Deliver(c, store.Delivery{Raw: testMessage(1000), Recipients: []store.Recipient{{AccountID: a.ID}}})

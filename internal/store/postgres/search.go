@@ -121,6 +121,8 @@ func (c *searchSQL) compile(ctx context.Context, tx querier, mailboxID int64, q 
 		c.raw("strpos(' ' || lower(m.keywords) || ' ', " + c.arg(" "+strings.ToLower(q.Keyword)+" ") + ") > 0")
 	case store.SearchModSeq:
 		c.raw("m.modseq >= " + c.arg(q.Num))
+	case store.SearchBlobID:
+		c.raw("m.blob_id = " + c.arg(q.Num))
 	case store.SearchLarger:
 		c.raw("b.size > " + c.arg(q.Num))
 	case store.SearchSmaller:

@@ -192,9 +192,9 @@ func (s *Store) insertBlob(w *wtx, nb *newBlob, refs int, inline bool) (int64, e
 	msgID := strings.TrimSpace(p.Envelope.MessageID)
 	msgID = strings.TrimSuffix(strings.TrimPrefix(msgID, "<"), ">")
 	var id int64
-	err := w.queryRow(`INSERT INTO blobs (sha256, size, refcount, subject, from_addr, to_addr, cc_addr, bcc_addr,
+	err := w.queryRow(`INSERT INTO blobs (id, sha256, size, refcount, subject, from_addr, to_addr, cc_addr, bcc_addr,
 		date, date_offset, message_id, in_reply_to, refs, parsed)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING RETURNING id`,
+		VALUES (`+nextIDExpr("blob_last_id")+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING RETURNING id`,
 		nb.sha, nb.size, refs, p.Subject, p.From, p.To, p.Cc, p.Bcc, date, offset, msgID,
 		strings.TrimSpace(p.Envelope.InReplyTo), strings.Join(p.References, " "), nb.json).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -202,6 +202,9 @@ func (s *Store) insertBlob(w *wtx, nb *newBlob, refs int, inline bool) (int64, e
 	}
 	if err != nil {
 		return 0, fmt.Errorf("insert blob: %w", err)
+	}
+	if err := takeID(w, "blob_last_id", id); err != nil {
+		return 0, err
 	}
 	if testBefore(5) {
 		return id, nil

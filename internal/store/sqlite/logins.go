@@ -8,7 +8,7 @@ import (
 	"pimail/internal/store"
 )
 
-// The failed-login throttle's log (store.LoginEvents, schema version 15).
+// The failed-login throttle's log (store.LoginEvents, schema version 16).
 // One writer commits at a time, so rowids (seq) grow in commit order.
 
 // RecordLogins appends events; relaxed.

@@ -500,7 +500,18 @@ CREATE UNIQUE INDEX identities_address ON identities(account_id, address_lc);
 
 ALTER TABLE sessions ADD COLUMN client TEXT NOT NULL DEFAULT '';
 `,
-	// 15: the logins the failed-login throttle counted (logins.go,
+	// 15: mailbox and blob IDs never handed out twice (store/doc.go,
+	// "Identifiers"; IMAP's MAILBOXID and EMAILID, RFC 8474). A rowid
+	// alone is max(id)+1, which gives the ID of a deleted newest row
+	// again; counters in meta that only grow name new rows instead. They
+	// start at the highest ID in use, so the existing mailboxes and
+	// messages keep theirs.
+	`
+INSERT INTO meta (key, value) VALUES
+	('mailbox_last_id', coalesce((SELECT max(id) FROM mailboxes), 0)),
+	('blob_last_id', coalesce((SELECT max(id) FROM blobs), 0));
+`,
+	// 16: the logins the failed-login throttle counted (logins.go,
 	// store.LoginEvents), so that a restart keeps the allowance used.
 	// AUTOINCREMENT: a seq is never given again, not even after the
 	// newest rows were pruned.

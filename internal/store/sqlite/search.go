@@ -216,6 +216,8 @@ func (p *searchPlan) compile(c *sqlBuilder, q store.SearchQuery, depth int) erro
 		c.arg("instr(' ' || lower(m.keywords) || ' ', ?) > 0", " "+strings.ToLower(q.Keyword)+" ")
 	case store.SearchModSeq:
 		c.arg("m.modseq >= ?", q.Num)
+	case store.SearchBlobID:
+		c.arg("m.blob_id = ?", q.Num)
 	case store.SearchLarger:
 		c.needBlob = true
 		c.arg("b.size > ?", q.Num)

@@ -76,6 +76,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"DKIMKeys", testDKIMKeys},
 		{"Queue", testQueue},
 		{"QueueIDsNotReused", testQueueIDsNotReused},
+		{"ObjectIDs", testObjectIDs},
 		{"RemoveAccountLeavesAliases", testRemoveAccountLeavesAliases},
 		{"HeaderReads", testHeaderReads},
 		{"MailboxPage", testMailboxPage},
