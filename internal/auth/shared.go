@@ -27,7 +27,7 @@ import (
 // used. An attacker who spreads guesses over several nodes is counted as
 // on one, up to the latency: a burst sent to every node within the same
 // second may get each node's allowance once, and the counts then hold all
-// of it, so that over a window no more gets through than from one node.
+// of it, so that over time no more gets through than from one node.
 
 const (
 	// shareInterval is how often a process writes its logins to the log
