@@ -72,6 +72,7 @@ echo "== loading $(basename "$mbox") into Dovecot ($peer_user), load average $(c
 want=$(wc -l <"$tmp/dovecot.txt")
 
 data=$tmp/data
+"$tmp/pimail" init --data "$data" >/dev/null
 "$tmp/pimail" domain add --data "$data" localhost >/dev/null
 "$tmp/pimail" account add --data "$data" --password bench-password-1 me@localhost >/dev/null
 import() {
@@ -115,6 +116,7 @@ if [[ -z ${NO_SERIAL:-} ]]; then
 	# The same import over one connection (folders one after the other),
 	# right after, under the same load: what the parallel folders gain.
 	echo "== import 1b: --connections 1 into another fresh data directory, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	"$tmp/pimail" init --data "$tmp/data1" >/dev/null
 	"$tmp/pimail" domain add --data "$tmp/data1" localhost >/dev/null
 	"$tmp/pimail" account add --data "$tmp/data1" --password bench-password-1 me@localhost >/dev/null
 	out=$(DATA=$tmp/data1 import --connections 1)

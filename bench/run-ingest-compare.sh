@@ -76,6 +76,7 @@ CGO_ENABLED=0 go build -o "$tmp/pimail" ./cmd/pimail
 go build -o "$tmp/smtpload" ./bench/smtpload
 
 data="$tmp/data"
+"$tmp/pimail" init --data "$data" >/dev/null
 "$tmp/pimail" domain add --data "$data" bench.test >/dev/null
 for i in $(seq 20); do
 	"$tmp/pimail" account add --data "$data" --password benchpass "user$i@bench.test" >/dev/null

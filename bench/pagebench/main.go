@@ -32,6 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"pimail/bench/procstat"
+
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -46,6 +48,7 @@ var (
 	warm      = flag.Int("warmup", 5, "warm-up requests per page")
 	breps     = flag.Int("browser-reps", 15, "measured loads per page (Chromium)")
 	jsonOut   = flag.String("json", "", "write the results as JSON here")
+	settle    = flag.Int("settle-pid", 0, "before measuring, wait (at most 5 minutes) until this process (pimail) is idle: the word index of a fresh import is built in the background")
 )
 
 // Result is one page of one side.
@@ -127,6 +130,10 @@ func main() {
 	}
 	if *rcURL != "" {
 		sides = append(sides, &roundcube{base: *rcURL})
+	}
+	if *settle != 0 {
+		busy := procstat.Settle([]int{*settle}, 5*time.Minute, 3*time.Second)
+		fmt.Printf("pimail was busy %.1f s before the run\n", busy.Seconds())
 	}
 	var results []Result
 	for _, s := range sides {

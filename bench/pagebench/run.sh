@@ -60,6 +60,6 @@ echo benchpass | "$tmp/pimail" import imap --data "$data" --account user20@bench
 tail -2 "$OUT/import.log"
 
 echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$tmp/pagebench" -pimail http://127.0.0.1:18095 -roundcube http://127.0.0.1:8081 \
-	-reps "${REPS:-50}" -browser-reps "${BREPS:-15}" -json "$OUT/pagebench.json" | tee "$OUT/pagebench.txt"
+"$tmp/pagebench" -pimail http://127.0.0.1:18095 -roundcube http://127.0.0.1:8081 -settle-pid "$pim" \
+	-reps "${REPS:-200}" -browser-reps "${BREPS:-15}" -json "$OUT/pagebench.json" | tee "$OUT/pagebench.txt"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

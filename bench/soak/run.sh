@@ -38,6 +38,7 @@ fi
 go build -o "$tmp/soak" ./bench/soak
 
 data=$tmp/data
+"$tmp/pimail" init --data "$data" >/dev/null
 "$tmp/pimail" domain add --data "$data" localhost >/dev/null
 users=""
 for i in $(seq 1 "$USERS"); do

@@ -37,6 +37,7 @@ trap cleanup EXIT
 go build -o "$tmp/pimail" ./cmd/pimail
 go build -o "$tmp/webbench" ./bench/webbench
 data=$tmp/data
+"$tmp/pimail" init --data "$data" >/dev/null
 "$tmp/pimail" domain add --data "$data" bench.test >/dev/null
 for i in $(seq 1 10); do
 	echo benchpass | "$tmp/pimail" account add --data "$data" --password-stdin "user$i@bench.test" >/dev/null
