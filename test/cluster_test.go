@@ -18,7 +18,13 @@ import (
 // nodes, and every message must land in INBOX.
 func clusterNodes(t *testing.T, n int, locals ...string) ([]*Server, []string) {
 	t.Helper()
-	first := newServer(t, "[spam]\nenabled = false\n", true)
+	return clusterNodesConfig(t, n, "[spam]\nenabled = false\n", locals...)
+}
+
+// clusterNodesConfig is clusterNodes with every node on config.
+func clusterNodesConfig(t *testing.T, n int, config string, locals ...string) ([]*Server, []string) {
+	t.Helper()
+	first := newServer(t, config, true)
 	users := first.AddAccounts(locals...)
 	nodes := []*Server{first}
 	for range n - 1 {

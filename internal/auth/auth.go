@@ -10,7 +10,8 @@
 // check under way counts as a failure until it ends, so N attempts sent at
 // once count as N. Failures from an address first slow it down (Limits),
 // then refuse it; the account's owner, logging in from elsewhere, is not
-// locked out by them.
+// locked out by them. With Share, the counts are those of every node on
+// the store and survive a restart (shared.go).
 //
 // Failed logins are logged at warn level as
 //
@@ -65,7 +66,8 @@ type Authenticator struct {
 	st    Store
 	log   *slog.Logger
 	gate  *throttle
-	cache *cache // nil: off
+	share *sharing // nil: the counts are this process's (shared.go)
+	cache *cache   // nil: off
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
 
@@ -148,7 +150,7 @@ func (a *Authenticator) enter(ctx context.Context, user, rkey, ip, mech string) 
 		return nil, fmt.Errorf("auth %q: %w", user, ErrRateLimited)
 	}
 	if err := a.sleep(ctx, wait); err != nil {
-		at.end(true, a.now()) // not checked: nothing to count
+		at.end(unchecked, a.now()) // not checked: nothing to count
 		return nil, fmt.Errorf("auth %q: %w", user, err)
 	}
 	return at, nil
@@ -171,14 +173,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, username, pw, remoteIP
 	}
 	acct, reason, err := a.check(ctx, user, pw)
 	if err != nil {
-		at.end(true, a.now()) // the store failed, not the client
+		at.end(unchecked, a.now()) // the store failed, not the client
 		return store.Account{}, err
 	}
-	at.end(reason == "", a.now())
 	if reason != "" {
+		at.end(failed, a.now())
 		a.log.Warn("authentication failed", "remote", ip, "user", user, "reason", reason)
 		return store.Account{}, fmt.Errorf("auth %q: %s: %w", user, reason, ErrInvalidCredentials)
 	}
+	at.end(succeeded, a.now())
 	return acct, nil
 }
 
@@ -233,7 +236,7 @@ func (a *Authenticator) Refuse(username, remoteIP, reason string) error {
 	if err != nil {
 		return err
 	}
-	at.end(false, a.now())
+	at.end(failed, a.now())
 	a.log.Warn("authentication failed", "remote", ip, "user", user, "reason", reason)
 	return fmt.Errorf("auth %q: %s: %w", user, reason, ErrInvalidCredentials)
 }

@@ -383,12 +383,12 @@ func TestThrottleBounded(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		a, _, _, _ := th.begin(ctx, "victim", "attacker", clock)
-		a.end(false, now)
+		a.end(failed, now)
 	}
 	for i := 0; i < 10000; i++ {
 		a, _, refused, _ := th.begin(ctx, fmt.Sprintf("u%d", i), fmt.Sprintf("k%d", i), clock)
 		if !refused {
-			a.end(false, now)
+			a.end(failed, now)
 		}
 		if n := len(th.sources.m) + len(th.pairs.m); n > 200 {
 			t.Fatalf("%d entries", n)

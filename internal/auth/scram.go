@@ -168,7 +168,7 @@ func (c *SCRAM) Next(ctx context.Context, msg []byte) (out []byte, done bool, er
 			return nil, false, fmt.Errorf("scram %q: %w", c.user, ErrRateLimited)
 		case errors.Is(err, errSCRAMStore):
 			c.failed = true
-			c.at.end(true, c.a.now()) // the store failed, not the client
+			c.at.end(unchecked, c.a.now()) // the store failed, not the client
 			return nil, false, err
 		case first:
 			return nil, false, c.fail(ctx, "malformed scram message")
@@ -195,12 +195,12 @@ func (c *SCRAM) Next(ctx context.Context, msg []byte) (out []byte, done bool, er
 		return nil, false, c.fail(ctx, "unknown account")
 	case err != nil:
 		c.failed = true
-		c.at.end(true, c.a.now())
+		c.at.end(unchecked, c.a.now())
 		return nil, false, fmt.Errorf("scram %q: looking up account: %w", c.user, err)
 	case acct.Disabled:
 		return nil, false, c.fail(ctx, "account disabled")
 	}
-	c.at.end(true, c.a.now())
+	c.at.end(succeeded, c.a.now())
 	c.acct = acct
 	c.done = true
 	return []byte(challenge), true, nil
@@ -218,7 +218,7 @@ func (c *SCRAM) fail(ctx context.Context, reason string) error {
 		}
 		c.at = at
 	}
-	c.at.end(false, c.a.now())
+	c.at.end(failed, c.a.now())
 	c.a.log.Warn("authentication failed", "remote", c.ip, "user", c.user, "reason", reason, "mech", MechSCRAMSHA256)
 	return fmt.Errorf("scram %q: %s: %w", c.user, reason, ErrInvalidCredentials)
 }
@@ -236,5 +236,5 @@ func (c *SCRAM) Account() (store.Account, bool) { return c.acct, c.done }
 func (c *SCRAM) Abort() {
 	c.failed = true
 	c.done = false
-	c.at.end(true, c.a.now())
+	c.at.end(unchecked, c.a.now())
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"pimail/internal/store"
 )
 
 // Limits configure the login throttle. Failed logins are counted in three
@@ -167,6 +169,11 @@ type throttle struct {
 	pairs    table         // per account and client address
 	accounts table         // per account; known addresses
 	ended    chan struct{} // closed (and replaced) when an attempt ends
+	// node names this process in the store's log of logins ("": the
+	// counts are this process's alone); out holds the logins counted
+	// here and not yet written there (shared.go).
+	node string
+	out  []store.LoginEvent
 }
 
 func newThrottle(l Limits) *throttle {
@@ -249,10 +256,22 @@ func (t *throttle) decide(user, src string, now time.Time) (a *attempt, wait tim
 	return &attempt{t: t, user: user, src: src}, wait, false, false
 }
 
+// outcome is how an attempt ended.
+type outcome int
+
+const (
+	failed    outcome = iota // counted as a failure
+	succeeded                // clears the pair's failures; src becomes the account's
+	unchecked                // nothing was checked (the store failed, the client left): not counted
+)
+
 // end records the outcome. A success clears the pair's failures and makes
 // src one of the account's addresses; the address's failures stay (an
-// attacker's own account must not wash its guesses at others away).
-func (a *attempt) end(ok bool, now time.Time) {
+// attacker's own account must not wash its guesses at others away). An
+// attempt that was not checked counts as nothing, neither a failure nor a
+// success (which would clear the pair for a client that hangs up during
+// each wait).
+func (a *attempt) end(o outcome, now time.Time) {
 	if a == nil || a.ended {
 		return
 	}
@@ -268,24 +287,41 @@ func (a *attempt) end(ok bool, now time.Time) {
 	acc.pending--
 	close(t.ended)
 	t.ended = make(chan struct{})
-	if ok {
+	switch o {
+	case succeeded:
+		// Other nodes learn of a success that changes what they count
+		// or remember (and of a known address once a day).
+		seen, ok := acc.known[a.src]
+		if p.level > 0 || !ok || now.Sub(seen) > knownRefresh {
+			t.record(a.user, a.src, now, true)
+		}
 		p.level = 0
-		if acc.known == nil {
-			acc.known = map[string]time.Time{}
-		}
-		if len(acc.known) >= maxKnownSources {
-			for k, seen := range acc.known {
-				if now.Sub(seen) > t.lim.KnownSourceTTL || len(acc.known) >= maxKnownSources {
-					delete(acc.known, k)
-				}
-			}
-		}
-		acc.known[a.src] = now
+		acc.addKnown(a.src, now, t.lim.KnownSourceTTL)
+	case failed:
+		t.record(a.user, a.src, now, false)
+		s.level++
+		p.level++
+		acc.level++
+	}
+}
+
+// addKnown makes src one of an account's addresses, seen at the given
+// time (or later, if it was seen later).
+func (c *counter) addKnown(src string, at time.Time, ttl time.Duration) {
+	if c.known == nil {
+		c.known = map[string]time.Time{}
+	}
+	if seen, ok := c.known[src]; ok && !seen.Before(at) {
 		return
 	}
-	s.level++
-	p.level++
-	acc.level++
+	if _, ok := c.known[src]; !ok && len(c.known) >= maxKnownSources {
+		for k, seen := range c.known {
+			if at.Sub(seen) > ttl || len(c.known) >= maxKnownSources {
+				delete(c.known, k)
+			}
+		}
+	}
+	c.known[src] = at
 }
 
 // maxKnownSources bounds the addresses remembered per account.

@@ -49,6 +49,7 @@ type parts struct {
 	managesieve *managesieve.Server
 	http, https *webServer
 	dlog        *deliverylog.Logger
+	auth        *auth.Authenticator
 	junk        *spam.JunkLearner // nil without the spam filter
 	reputation  *spam.Reputation  // nil without the spam filter
 }
@@ -66,6 +67,7 @@ func (p *parts) close() {
 	p.http.Close()
 	p.https.Close()
 	p.queue.Close()
+	p.auth.Close()
 	if p.junk != nil {
 		p.junk.Close()
 	}
@@ -114,8 +116,13 @@ func build(ctx context.Context, cfg config.Config, st store.Store, tlsConf *tls.
 	if err != nil {
 		return nil, err
 	}
-	// One instance: failed logins count across protocols.
+	// One instance: failed logins count across protocols, and, through
+	// the store, across nodes and restarts.
 	authn := auth.NewWithLimits(st, logger, loginLimits(cfg.Login))
+	if err := authn.Share(ctx, st); err != nil {
+		return nil, err
+	}
+	p.auth = authn
 	signer := dkim.NewSigner(st, logger)
 	if p.queue, err = queue.New(queueConfig(cfg), queue.Deps{
 		Store: st, Dir: dir, Local: pipe, Resolver: res,

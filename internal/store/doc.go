@@ -55,6 +55,7 @@
 //	Statistics       counts for status and metrics
 //	Preferences      per-account documents of a program (webmail settings)
 //	Sessions         logged-in browsers of the webmail and the web admin
+//	LoginEvents      the logins the failed-login throttle counted
 //	SpamModels       the classifier's models and the junk-training ledger
 //	Secrets          installation-wide keys made once (SRS)
 //	MTASTSPolicies   the policy each local domain publishes (RFC 8461)
@@ -65,7 +66,7 @@
 //
 // Who takes which:
 //
-//	auth         DirectoryReader Credentials
+//	auth         DirectoryReader Credentials; LoginEvents (Share)
 //	directory    DirectoryReader
 //	dkim         SigningKeys
 //	delivery     DirectoryReader Quotas MailboxReader Deliverer; Secrets
@@ -102,8 +103,8 @@
 //
 // Every method that changes data returns only after the change is
 // committed and on disk (fsync; for PostgreSQL, a synchronous commit),
-// except the relaxed class: Expunge, StoreFlags and TouchSession, whose
-// loss loses no mail. An implementation may commit those without waiting
+// except the relaxed class: Expunge, StoreFlags, TouchSession,
+// RecordLogins and PruneLogins, whose loss loses no mail. An implementation may commit those without waiting
 // for the disk, so that a power failure can take them back (expunged
 // messages reappear, flags revert, a session expires a little earlier)
 // until the next durable commit, at most about a second later
@@ -150,20 +151,25 @@
 // second for which internal/websession reuses a session it read), spam
 // models and the junk ledger, Sieve scripts and vacation records (a
 // vacation reply goes once per sender and period, whichever node
-// delivers), address books and identities, secrets and MTA-STS policies.
-// Each node also keeps state of its own, by design: caches derived from the store, which a node
-// refreshes when the store says they changed (the directory view polls
-// DirectoryVersion, spam models are reloaded when SpamModelVersion moves,
-// the webmail's caches are keyed by the HIGHESTMODSEQ it reads on every
-// page), connection limits, and the count of live-update streams per
-// session. Still per node (issue 29, item 6, left for later): the
-// failed-login throttle and lockouts of internal/auth (with two nodes an
-// attacker gets each node's allowance; a store role of leaky counters
-// keyed by kind and key, updated in one statement as ClaimQuotaNotice
-// claims, would make them cluster-wide), the cache of remote MTA-STS
-// policies (internal/queue; RFC 8461 §5.1 wants it kept across restarts
-// too), and the ACME account and certificates (DATA/tls/acme: each node
-// orders its own).
+// delivers), address books and identities, secrets and MTA-STS policies,
+// the failed-login throttle of internal/auth (each node writes the
+// failures it counts, and the successes that clear them or add an
+// account's known address, to LoginEvents within half a second, and
+// folds the other nodes' into its counters every half second, so an
+// attacker who spreads guesses over the nodes is counted as on one,
+// within about a second; a restart keeps the count). Each node also
+// keeps state of its own, by design: the throttle's decision (each node
+// is the atomic gate of its own attempts), caches derived from the store,
+// which a node refreshes when the store says they changed (the directory
+// view polls DirectoryVersion, spam models are reloaded when
+// SpamModelVersion moves, the webmail's caches are keyed by the
+// HIGHESTMODSEQ it reads on every page; auth's cache of successful
+// password checks is keyed by the stored hash it read, so a password
+// change ends it on every node), connection limits, and the count of
+// live-update streams per session. Still per node: the cache of remote
+// MTA-STS policies (internal/queue; RFC 8461 §5.1 wants it kept across
+// restarts too), and the ACME account and certificates (DATA/tls/acme:
+// each node orders its own).
 //
 // # Implementing the state roles
 //
@@ -187,6 +193,12 @@
 //     SaveSpamModel's transaction, and deleted with their blob and their
 //     account (a foreign key with ON DELETE CASCADE does both where the
 //     blob's row is deleted, as the collector does);
+//   - RecordLogins's seqs must become visible in their order: SQLite's
+//     single writer gives rowids in commit order (AUTOINCREMENT, so a seq
+//     is never given twice); PostgreSQL takes them from a counter row
+//     whose lock the writer holds until its commit (a sequence hands out
+//     numbers that commit out of order, and a reader's cursor would pass
+//     an event not yet committed);
 //   - times are kept to the millisecond; Session compares Expires with
 //     the caller's now, so nodes need clocks within seconds of each other
 //     (they do for TLS and DKIM anyway).

@@ -132,3 +132,44 @@ type MTASTSPolicies interface {
 	// has none.
 	MTASTSPolicy(ctx context.Context, domain string) (string, error)
 }
+
+// LoginEvent is a login internal/auth's throttle counted: a failure, or a
+// success that made Source one of the account's own addresses (and
+// cleared the failures of the account from it).
+type LoginEvent struct {
+	Seq     int64     // given by the store (RecordLogins); grows in commit order
+	Node    string    // the process that recorded it
+	Account string    // the account name tried, which may not exist
+	Source  string    // the client's address as counted (an IPv4 address, an IPv6 /64)
+	Time    time.Time // kept to the millisecond
+	Success bool
+}
+
+// MaxLoginEventField bounds each text field of a LoginEvent.
+const MaxLoginEventField = 400
+
+// LoginEvents shares the failed-login throttle of internal/auth between
+// the nodes on one database and across restarts: each process records
+// the logins it counted and folds in those of the others. The events are
+// a log, read in Seq order from a cursor, and pruned by age.
+type LoginEvents interface {
+	// RecordLogins stores evs (their Seq is ignored) in one transaction
+	// and gives them Seqs greater than that of every event committed
+	// before, so a reader that has read up to Seq n never finds a new
+	// event at or below n. It belongs to the relaxed durability class.
+	// ErrInvalid for an event without Node or Source, or with a field
+	// longer than MaxLoginEventField bytes.
+	RecordLogins(ctx context.Context, evs []LoginEvent) error
+	// LoginsAfter returns at most limit events with a Seq above after,
+	// in Seq order.
+	LoginsAfter(ctx context.Context, after int64, limit int) ([]LoginEvent, error)
+	// PruneLogins removes the failures from before failedBefore and the
+	// successes from before succeededBefore.
+	PruneLogins(ctx context.Context, failedBefore, succeededBefore time.Time) error
+}
+
+// ValidLoginEvent reports whether ev may be recorded (RecordLogins).
+func ValidLoginEvent(ev LoginEvent) bool {
+	return ev.Node != "" && ev.Source != "" && len(ev.Node) <= MaxLoginEventField &&
+		len(ev.Account) <= MaxLoginEventField && len(ev.Source) <= MaxLoginEventField
+}

@@ -262,6 +262,7 @@ type Store interface {
 	Statistics
 	Preferences
 	Sessions
+	LoginEvents
 	SpamModels
 	Secrets
 	MTASTSPolicies

@@ -21,6 +21,8 @@
 //	blob_text  (blob_id, header, body)  store.SearchableText, with GIN
 //	                    trigram indexes (pg_trgm)
 //	delivery_log        one table (SQLite's is two)
+//	login_events        seqs from meta's login_seq row, not a sequence
+//	                    (logins.go)
 //
 // Everything of a blob goes with its row (ON DELETE CASCADE), so the
 // collector deletes one row. Text that comes from messages or the network
@@ -34,9 +36,10 @@
 // A commit returns once PostgreSQL has flushed it (synchronous_commit as
 // the server has it, on by default; with synchronous replication also on
 // a standby). Deliver and Append of concurrent callers share
-// transactions, a few batches at a time (batch.go). TouchSession and the delivery log commit with
-// synchronous_commit off: a crash of the database server can take back
-// their last fraction of a second, and nothing else. Expunge and
+// transactions, a few batches at a time (batch.go). TouchSession, the
+// delivery log and the login log commit with synchronous_commit off: a
+// crash of the database server can take back their last fraction of a
+// second, and nothing else. Expunge and
 // StoreFlags are durable here (unlike store/sqlite's relaxed class): a
 // MODSEQ handed out by a lost commit would be handed out again.
 //

@@ -261,6 +261,8 @@ var stateTables = []table{
 		[]string{"account_id", "href", "uid", "card", "name", "emails", "categories", "version", "modified"}, "ittbtttii"},
 	{"SELECT id, account_id, address, address_lc, name, signature FROM identities", "identities",
 		[]string{"id", "account_id", "address", "address_lc", "name", "signature"}, "iitttt"},
+	{"SELECT seq, node, at, account, source, success FROM login_events", "login_events",
+		[]string{"seq", "node", "at", "account", "source", "success"}, "itibbB"},
 }
 
 // identityTables have IDs that the copy set; their sequences move past
@@ -494,6 +496,11 @@ func CopyFromSQLite(ctx context.Context, url, dir string, progress func(done, to
 			floors[t]); err != nil {
 			return fmt.Errorf("move the IDs of %s on: %w", t, err)
 		}
+	}
+	// The failed-login throttle's log goes on after the copied seqs.
+	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) SELECT 'login_seq', coalesce(max(seq), 0) FROM login_events
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`); err != nil {
+		return fmt.Errorf("move the login seqs on: %w", err)
 	}
 	return tx.Commit(ctx)
 }

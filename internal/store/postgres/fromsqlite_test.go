@@ -94,6 +94,11 @@ func TestCopyFromSQLite(t *testing.T) {
 		LastSeen: now, Expires: now.Add(time.Hour), Client: "Firefox on Linux"}, 0); err != nil {
 		t.Fatal(err)
 	}
+	logins := []store.LoginEvent{{Node: "n1", Account: a.Address, Source: "192.0.2.7", Time: now},
+		{Node: "n1", Account: a.Address, Source: "192.0.2.8", Time: now, Success: true}}
+	if err := src.RecordLogins(c, logins); err != nil {
+		t.Fatal(err)
+	}
 	// The newest mailbox, deleted before the copy: its ID (a MAILBOXID a
 	// client may have seen, RFC 8474) stays taken in PostgreSQL.
 	gone, err := src.CreateMailbox(c, a.ID, "Gone", store.SpecialNone)
@@ -188,6 +193,16 @@ func TestCopyFromSQLite(t *testing.T) {
 	}
 	if l, err := dst.AccountSessions(c, "webmail", a.ID, now); err != nil || len(l) != 1 || l[0].Client != "Firefox on Linux" {
 		t.Fatalf("sessions after the copy: %+v, %v", l, err)
+	}
+	sl, _ := src.LoginsAfter(c, 0, 10)
+	if dl, err := dst.LoginsAfter(c, 0, 10); err != nil || !reflect.DeepEqual(sl, dl) || len(dl) != 2 {
+		t.Fatalf("login events after the copy: %+v, %v; want %+v", dl, err, sl)
+	}
+	if err := dst.RecordLogins(c, logins[:1]); err != nil {
+		t.Fatalf("a login event after the copy: %v", err)
+	}
+	if dl, err := dst.LoginsAfter(c, sl[1].Seq, 10); err != nil || len(dl) != 1 {
+		t.Fatalf("a login event after the copy: %+v, %v; want one after seq %d", dl, err, sl[1].Seq)
 	}
 	if mb, err := dst.CreateMailbox(c, a.ID, "New", store.SpecialNone); err != nil || mb.ID <= gone.ID {
 		t.Fatalf("mailbox created after the copy: %+v, %v; the one deleted before it had ID %d", mb, err, gone.ID)

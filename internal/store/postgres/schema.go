@@ -310,6 +310,23 @@ CREATE UNIQUE INDEX identities_address ON identities(account_id, address_lc);
 
 ALTER TABLE sessions ADD COLUMN client bytea NOT NULL DEFAULT ''; -- the browser's description, any bytes
 `,
+	// 4: the logins the failed-login throttle counted (logins.go,
+	// store.LoginEvents), shared by the nodes. meta's login_seq (made
+	// by the first writer) is the last seq given: a writer takes seqs
+	// from it by updating its row, which it holds until its commit, so
+	// seqs are committed in order. Account and source come from the
+	// network: any bytes.
+	`
+CREATE TABLE login_events (
+	seq     bigint PRIMARY KEY,
+	node    text COLLATE "C" NOT NULL,
+	at      bigint NOT NULL, -- Unix milliseconds
+	account bytea NOT NULL,
+	source  bytea NOT NULL,
+	success boolean NOT NULL
+);
+CREATE INDEX login_events_at ON login_events(success, at);
+`,
 }
 
 // migrate brings the schema to len(migrations). Nodes starting together

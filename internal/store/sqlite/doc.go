@@ -141,8 +141,9 @@
 // Every request that can bring mail in (Deliver, Append, Copy, Move, the
 // outbound queue, the directory) is committed with synchronous=FULL: the
 // WAL is fsynced before the caller learns of the commit, so SMTP's 250 and
-// IMAP's OK come only after the fsync. Expunge, StoreFlags and
-// TouchSession are the relaxed class (writeRelaxed): losing them on a
+// IMAP's OK come only after the fsync. Expunge, StoreFlags,
+// TouchSession and the login log (RecordLogins, PruneLogins) are the
+// relaxed class (writeRelaxed): losing them on a
 // power failure loses no mail, so the writer commits a batch made only of
 // them with synchronous=NORMAL (set outside the transaction, FULL again
 // right after), without fsync. In WAL mode the next FULL commit fsyncs the WAL

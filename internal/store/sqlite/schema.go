@@ -511,6 +511,21 @@ INSERT INTO meta (key, value) VALUES
 	('mailbox_last_id', coalesce((SELECT max(id) FROM mailboxes), 0)),
 	('blob_last_id', coalesce((SELECT max(id) FROM blobs), 0));
 `,
+	// 16: the logins the failed-login throttle counted (logins.go,
+	// store.LoginEvents), so that a restart keeps the allowance used.
+	// AUTOINCREMENT: a seq is never given again, not even after the
+	// newest rows were pruned.
+	`
+CREATE TABLE login_events (
+	seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+	node    TEXT NOT NULL,
+	at      INTEGER NOT NULL, -- Unix milliseconds
+	account TEXT NOT NULL,
+	source  TEXT NOT NULL,
+	success INTEGER NOT NULL
+);
+CREATE INDEX login_events_at ON login_events(success, at);
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

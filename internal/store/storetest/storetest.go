@@ -91,6 +91,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		{"Identities", testIdentities},
 		{"ListSorter", testListSorter},
 		{"AccountSessions", testAccountSessions},
+		{"LoginEvents", testLoginEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
