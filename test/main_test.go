@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 // names one already built from this tree (test/all.sh passes the one it
 // built for amd64).
 func runMain(m *testing.M) int {
+	// The PostgreSQL server of TestOnPostgres, if a test started it, ends
+	// with the tests on both paths (with $PIMAIL_BIN it was left running).
+	defer stopPostgres()
 	if p := os.Getenv("PIMAIL_BIN"); p != "" {
 		pimailBin = p
 		return m.Run()
@@ -36,7 +39,6 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "blackbox:", err)
 		return 1
 	}
-	defer stopPostgres()
 	return m.Run()
 }
 
