@@ -26,7 +26,26 @@ func muttCopyInbox(t *testing.T, srv *Server, user string) map[string][]byte {
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	rc := fmt.Sprintf(`set imap_user = "%s"
+	rc := muttPipeRC(user, srv.IMAP, `set header_cache = ""`, "~A", out)
+	rcPath := filepath.Join(dir, "muttrc")
+	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	screen := runInTerminal(t, dir, fmt.Sprintf("%s -n -F %s -f imap://%s/INBOX", mutt, rcPath, srv.IMAP))
+	got := readFiles(t, out)
+	if len(got) == 0 {
+		t.Errorf("mutt piped no message; its screen:\n%q", clip(screen, 4000))
+	}
+	return got
+}
+
+// muttPipeRC is the configuration of the mutt and NeoMutt tests: user on
+// addr's INBOX without TLS, read only (peek; nothing moved, deleted or
+// recorded), and a push that pipes the messages matching pattern, raw,
+// one file each, into the directory out and quits; extra lines (a
+// client's own settings) go before the push.
+func muttPipeRC(user, addr, extra, pattern, out string) string {
+	return fmt.Sprintf(`set imap_user = "%s"
 set imap_pass = "%s"
 set folder = "imap://%s/"
 set spoolfile = "+INBOX"
@@ -34,7 +53,6 @@ set ssl_starttls = no
 set ssl_force_tls = no
 set imap_passive = yes
 set imap_peek = yes
-set header_cache = ""
 set message_cachedir = ""
 set move = no
 set delete = no
@@ -47,18 +65,9 @@ set sort = mailbox-order
 set pipe_split = yes
 set pipe_decode = no
 set pipe_sep = ""
-push "<tag-pattern>~A<enter><tag-prefix><pipe-message><kill-line>cat > \$(mktemp %s/msg.XXXXXX)<enter><quit>"
-`, user, testPassword, srv.IMAP, out)
-	rcPath := filepath.Join(dir, "muttrc")
-	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	screen := runInTerminal(t, dir, fmt.Sprintf("%s -n -F %s -f imap://%s/INBOX", mutt, rcPath, srv.IMAP))
-	got := readFiles(t, out)
-	if len(got) == 0 {
-		t.Errorf("mutt piped no message; its screen:\n%q", clip(screen, 4000))
-	}
-	return got
+%s
+push "<tag-pattern>%s<enter><tag-prefix><pipe-message><kill-line>cat > \$(mktemp %s/msg.XXXXXX)<enter><quit>"
+`, user, testPassword, addr, extra, pattern, out)
 }
 
 // runInTerminal runs a curses mail client's command line under script(1),

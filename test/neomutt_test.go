@@ -78,31 +78,7 @@ func neomuttPipe(t *testing.T, srv *Server, user, cache, pattern, logPath string
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	rc := fmt.Sprintf(`set imap_user = "%s"
-set imap_pass = "%s"
-set folder = "imap://%s/"
-set spoolfile = "+INBOX"
-set ssl_starttls = no
-set ssl_force_tls = no
-set imap_passive = yes
-set imap_peek = yes
-set imap_condstore = yes
-set imap_qresync = yes
-set header_cache = "%s"
-set message_cachedir = ""
-set move = no
-set delete = no
-set quit = yes
-set record = ""
-set wait_key = no
-set sleep_time = 0
-set mail_check_stats = no
-set sort = mailbox-order
-set pipe_split = yes
-set pipe_decode = no
-set pipe_sep = ""
-push "<tag-pattern>%s<enter><tag-prefix><pipe-message><kill-line>cat > \$(mktemp %s/msg.XXXXXX)<enter><quit>"
-`, user, testPassword, srv.IMAP, cache, pattern, out)
+	rc := muttPipeRC(user, srv.IMAP, fmt.Sprintf("set imap_condstore = yes\nset imap_qresync = yes\nset header_cache = \"%s\"", cache), pattern, out)
 	rcPath := filepath.Join(dir, "neomuttrc")
 	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
