@@ -50,6 +50,31 @@ func TestListAndRead(t *testing.T) {
 	}
 }
 
+// A long plain-text message is spliced into its page whole, and the page
+// goes out with its length (one write, no chunked encoding).
+func TestLongTextPage(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	b.WriteString("From: carol@example.net\nSubject: long\n\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "line %d of a long message <kept> & escaped\n", i)
+	}
+	f.deliver(t, "carol@example.net", []string{"alice@example.com"}, b.String())
+	c := f.client(t)
+	c.login("alice@example.com")
+	inbox := f.box(t, "alice@example.com", "INBOX")
+	resp, body := c.get("/msg/" + itoa(inbox.ID) + "/1")
+	expectStatus(t, resp, http.StatusOK, body)
+	if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+		t.Fatalf("Content-Length %d, transfer encoding %v; body %d bytes", resp.ContentLength, resp.TransferEncoding, len(body))
+	}
+	first, last := strings.Index(body, "line 0 of a long message &lt;kept&gt; &amp; escaped"), strings.Index(body, "line 2999 of")
+	text := strings.Index(body, `id="body-text"`)
+	if text < 0 || first < text || last < first || !strings.HasSuffix(strings.TrimSpace(body), "</html>") {
+		t.Fatalf("text not in place: body-text at %d, first line %d, last %d", text, first, last)
+	}
+}
+
 func TestPaging(t *testing.T) {
 	f := newFixture(t)
 	f.srv.cfg.PageSize = 3
