@@ -2,7 +2,8 @@
 # SMTP server A/B: the current tree against an earlier revision (before
 # pimail's own SMTP server), alternated, same machine, same hour; and the
 # server CPU of a session refused at RCPT beside Postfix's (the peer) and
-# bench/smtpfloor's (canned replies: the floor).
+# bench/smtpfloor's (canned replies: the floor of a Go server; with -epoll
+# one thread over raw epoll: the floor of any server, the kernel's share).
 #
 #   bash bench/run-smtp-ab.sh                       # OLD=be3c76d, 3 alternations
 #   OLD=be3c76d REPS=5 DUR=20 bash bench/run-smtp-ab.sh
@@ -89,6 +90,10 @@ floor="127.0.0.1:$(free_port)"
 "$tmp/smtpfloor" -listen "$floor" &
 pid_floor=$!
 pids+=("$pid_floor")
+efloor="127.0.0.1:$(free_port)"
+"$tmp/smtpfloor" -epoll -listen "$efloor" &
+pid_efloor=$!
+pids+=("$pid_efloor")
 
 {
 	echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -115,6 +120,7 @@ for rep in $(seq "$REPS"); do
 		refused "pimail-$v" "${!a}" "${!p}"
 	done
 	refused smtpfloor "$floor" "$pid_floor"
+	refused smtpfloor-epoll "$efloor" "$pid_efloor"
 done
 
 if [[ $PEER != none ]]; then
