@@ -37,9 +37,10 @@ import (
 // stored one transaction each, so that one's failure is only its own.
 
 const (
-	maxBatch  = 64
-	groupWait = time.Millisecond
-	batchers  = 4
+	maxBatch     = 64
+	groupWait    = time.Millisecond
+	batchers     = 4
+	batchTimeout = time.Minute // a batch's transaction, retries included
 )
 
 // storeReq is one Deliver or Append waiting for the batcher.
@@ -53,20 +54,44 @@ type storeReq struct {
 	done    chan error
 }
 
-// submit queues r and waits for its commit.
+// submit queues r and waits for its answer. Once queued, r is always
+// answered, by a batcher or by Close for what no batcher took, and only
+// then does submit return: until then a batch may read r's message, whose
+// bytes belong to the caller (Deliver keeps no reference once it
+// returns; a spooled message's mapping is unmapped right after).
 func (s *Store) submit(r *storeReq) error {
-	select {
-	case s.batchQ <- r:
-	case <-r.ctx.Done():
-		return r.ctx.Err()
-	case <-s.ctx.Done():
+	s.submitMu.RLock()
+	if s.ctx.Err() != nil {
+		s.submitMu.RUnlock()
 		return errClosed
 	}
 	select {
-	case err := <-r.done:
-		return err
+	case s.batchQ <- r:
+	case <-r.ctx.Done():
+		s.submitMu.RUnlock()
+		return r.ctx.Err()
 	case <-s.ctx.Done():
+		s.submitMu.RUnlock()
 		return errClosed
+	}
+	s.submitMu.RUnlock()
+	return <-r.done
+}
+
+// closeQueue answers, after the batchers have stopped, the requests they
+// left in the queue. Taking submitMu after the store's context is
+// cancelled waits out every submit that is putting a request in; later
+// ones see the context and return.
+func (s *Store) closeQueue() {
+	s.submitMu.Lock()
+	defer s.submitMu.Unlock()
+	for {
+		select {
+		case r := <-s.batchQ:
+			r.done <- errClosed
+		default:
+			return
+		}
 	}
 }
 
@@ -125,7 +150,12 @@ func (s *Store) runBatch(batch []*storeReq) {
 	if len(live) == 0 {
 		return
 	}
-	err := s.write(s.ctx, func(w *wtx) error { return storeBatch(w, live) })
+	// Close does not cut a batch short: its messages commit or fail on
+	// their own (a query cancelled mid-way would also cost Close up to
+	// pgx's 15 s for the connection's close).
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	err := s.write(ctx, func(w *wtx) error { return storeBatch(w, live) })
 	if err == nil || len(live) == 1 {
 		for _, r := range live {
 			r.done <- err

@@ -83,6 +83,9 @@ type Store struct {
 	collect chan struct{}
 	// batchQ feeds the batcher (batch.go).
 	batchQ chan *storeReq
+	// submitMu orders putting a request into batchQ before Close's last
+	// look at it (closeQueue).
+	submitMu sync.RWMutex
 	// The notifier's pending events and its wake-up (feed.go).
 	notifyMu      sync.Mutex
 	notifyPending map[store.Event]struct{}
@@ -163,6 +166,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.cancel()
 		s.wg.Wait()
+		s.closeQueue()
 		s.feed.Close()
 		s.pool.Close()
 	})
