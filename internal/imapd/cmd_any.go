@@ -48,6 +48,12 @@ func cmdCapability(s *session, cmd *command) (string, string, error) {
 	if len(cmd.args) != 0 {
 		return "", "", bad("CAPABILITY takes no arguments")
 	}
+	if s.acct.ID != 0 {
+		// The limit may have changed since the login (quota.go).
+		if limit, _, err := s.srv.st.Quota(s.ctx, s.acct.ID); err == nil {
+			s.acct.QuotaBytes = limit
+		}
+	}
 	s.w.Untagged("CAPABILITY " + s.capabilities())
 	return "", "", nil
 }

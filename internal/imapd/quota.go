@@ -17,13 +17,11 @@ import (
 // it. SETQUOTA is not offered (no QUOTASET): limits are the
 // administrator's (`pimail account quota`).
 
-// quotaCapabilities are the QUOTA capabilities of the session.
+// quotaCapabilities are the QUOTA capabilities of the session: the limit
+// is the account's as read for its login, so the OK [CAPABILITY] after a
+// login costs no store query; the CAPABILITY command reads it again.
 func (s *session) quotaCapabilities() []string {
-	if s.acct.ID == 0 {
-		return []string{"QUOTA"}
-	}
-	limit, _, err := s.srv.st.Quota(s.ctx, s.acct.ID)
-	if err != nil || limit == 0 {
+	if s.acct.ID == 0 || s.acct.QuotaBytes == 0 {
 		return []string{"QUOTA"}
 	}
 	return []string{"QUOTA", "QUOTA=RES-STORAGE"}
