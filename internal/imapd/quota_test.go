@@ -19,7 +19,11 @@ func TestQuotaWithLimit(t *testing.T) {
 	msg := "Subject: q\r\n\r\n" + strings.Repeat("x", 3000) + "\r\n"
 	e.deliver("INBOX", msg) // 3017 bytes: 3 KiB rounded up
 	r := e.raw()
-	r.login()
+	// The capabilities in the login's OK come from the account read for
+	// the login (RFC 3501 §7.1 CAPABILITY response code).
+	if l := last(r.cmd("L", "LOGIN alice@example.org "+testPassword)); !strings.HasPrefix(l, "L OK [CAPABILITY ") || !strings.Contains(l, " QUOTA=RES-STORAGE") {
+		t.Fatalf("login: %q", l)
+	}
 	if res := r.cmd("c", "CAPABILITY"); !strings.Contains(res[0], " QUOTA ") || !strings.Contains(res[0], " QUOTA=RES-STORAGE") {
 		t.Fatalf("capability: %q", res)
 	}
