@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -57,42 +56,6 @@ func goIMAPSCRAM(t *testing.T, addr, user, pass string) bool {
 		t.Errorf("go-imap: SELECT after SCRAM: %v", err)
 	}
 	return true
-}
-
-// adminDisable disables account through the web admin (login form with
-// its CSRF double submit, then the accounts form), as an administrator
-// would.
-func adminDisable(t *testing.T, base, admin, account string) {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	csrfRe := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-	get := func(path string) string {
-		resp, err := c.Get(base + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		page, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		m := csrfRe.FindSubmatch(page)
-		if m == nil {
-			t.Fatalf("GET %s (%s): no CSRF field:\n%s", path, resp.Status, clip(string(page), 2000))
-		}
-		return string(m[1])
-	}
-	post := func(path string, v url.Values) {
-		resp, err := c.PostForm(base+path, v)
-		if err != nil {
-			t.Fatalf("POST %s: %v", path, err)
-		}
-		page, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("POST %s: %s\n%s", path, resp.Status, clip(string(page), 2000))
-		}
-	}
-	post("/admin/login", url.Values{"username": {admin}, "password": {testPassword}, "csrf": {get("/admin/login")}})
-	post("/admin/accounts", url.Values{"address": {account}, "action": {"disable"}, "csrf": {get("/admin/accounts")}})
 }
 
 // TestSCRAMIMAPPOP3 logs in to the real binary with SCRAM-SHA-256 from

@@ -19,7 +19,9 @@ func TestEveryPageRenders(t *testing.T) {
 	f := newFixture(t)
 	c := f.adminClient(t)
 	logEntries(t, f.st, store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultAccepted,
-		From: "a@example.net", To: "user@example.com", MessageID: "m1@example.net"})
+		From: "a@example.net", To: "user@example.com", MessageID: "m1@example.net"},
+		store.DeliveryLogEntry{Direction: store.DirectionIn, Result: store.ResultRejected, RemoteIP: "192.0.2.66",
+			Count: 40, Reason: "40 more refusals from 192.0.2.66/32"})
 	q, err := f.st.Enqueue(ctxT(t), store.QueueEntry{MailFrom: "user@example.com",
 		Recipients: []store.QueueRecipient{{Address: "x@example.net"}}}, []byte("Subject: hi\r\n\r\nbody\r\n"))
 	if err != nil {
@@ -35,6 +37,7 @@ func TestEveryPageRenders(t *testing.T) {
 		"/admin/log":                  "m1@example.net",
 		"/admin/static/admin.css":     ".grid",
 		"/admin/log?q=m1@example.net": "a@example.net",
+		"/admin/log?q=192.0.2.66":     "×40",
 	} {
 		code, body := c.get(path)
 		if code != http.StatusOK || !strings.Contains(body, want) {

@@ -12,7 +12,9 @@
 // Readers that must see every entry so far (the web admin) call Flush
 // first. When the buffer is full the entry is dropped and counted
 // (pimail_delivery_log_dropped_total) rather than slowing SMTP down. The
-// same goroutine deletes entries older than the retention period.
+// same goroutine deletes entries older than the retention period. A
+// client's refusals beyond a burst a minute become one summary entry
+// (flood.go).
 //
 // Callers log in one line, for example in smtpd at RCPT:
 //
@@ -63,6 +65,12 @@ type Options struct {
 	Retention time.Duration
 	// PruneInterval is how often old entries are deleted; 0 means 1 hour.
 	PruneInterval time.Duration
+	// FloodBurst is how many refusals of one client are logged one by one
+	// in a FloodWindow; the rest become one summary entry (flood.go). 0
+	// means 30, negative logs every refusal.
+	FloodBurst int
+	// FloodWindow is the window of FloodBurst; 0 means 1 minute.
+	FloodWindow time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -81,6 +89,12 @@ func (o *Options) setDefaults() {
 	if o.PruneInterval <= 0 {
 		o.PruneInterval = time.Hour
 	}
+	if o.FloodBurst == 0 {
+		o.FloodBurst = 30
+	}
+	if o.FloodWindow <= 0 {
+		o.FloodWindow = time.Minute
+	}
 }
 
 // Logger buffers entries and writes them in the background.
@@ -89,6 +103,7 @@ type Logger struct {
 	log     *slog.Logger
 	opts    Options
 	ch      chan store.DeliveryLogEntry
+	flood   *floodLimit
 	flushes chan chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -109,6 +124,7 @@ func New(st Store, logger *slog.Logger, opts Options) *Logger {
 		log:     logger.With("component", "deliverylog"),
 		opts:    opts,
 		ch:      make(chan store.DeliveryLogEntry, opts.Buffer),
+		flood:   newFloodLimit(opts.FloodBurst),
 		flushes: make(chan chan struct{}),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -130,6 +146,9 @@ func (l *Logger) Log(e store.DeliveryLogEntry) {
 	if l.closed.Load() {
 		l.drop(1)
 		return
+	}
+	if !l.flood.admit(e) {
+		return // counted for the window's summary
 	}
 	select {
 	case l.ch <- e:
@@ -193,6 +212,8 @@ func (l *Logger) run() {
 	defer tick.Stop()
 	prune := time.NewTicker(l.opts.PruneInterval)
 	defer prune.Stop()
+	window := time.NewTicker(l.opts.FloodWindow)
+	defer window.Stop()
 	if l.opts.Retention > 0 {
 		l.prune()
 	}
@@ -213,8 +234,13 @@ func (l *Logger) run() {
 			if l.opts.Retention > 0 {
 				l.prune()
 			}
+		case <-window.C:
+			if batch = append(batch, l.flood.rollover(l.now(), l.opts.FloodWindow)...); len(batch) >= l.opts.MaxBatch {
+				batch = l.write(batch)
+			}
 		case <-l.stop:
-			l.write(l.drain(batch))
+			batch = l.drain(batch)
+			l.write(append(batch, l.flood.rollover(l.now(), l.opts.FloodWindow)...))
 			return
 		}
 	}

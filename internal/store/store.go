@@ -493,6 +493,10 @@ type DeliveryLogEntry struct {
 	Subject   string // decoded, when known
 	Result    DeliveryResult
 	Reason    string // the SMTP reply, filter verdict or error
+	// Count is how many recipients the entry stands for: 0 and 1 mean
+	// itself; more is a summary of refusals that were not logged one by
+	// one (internal/deliverylog's limit on floods).
+	Count int
 }
 
 // DeliveryLogQuery selects log rows, newest first. Text matches a whole
@@ -509,8 +513,8 @@ type DeliveryLogQuery struct {
 	Before int64
 }
 
-// DeliveryLogCount is the number of log rows of one minute, direction and
-// result.
+// DeliveryLogCount is the number of recipients logged in one minute,
+// direction and result (a summary entry counts its Count).
 type DeliveryLogCount struct {
 	Minute    time.Time // start of the minute
 	Direction DeliveryDirection

@@ -53,7 +53,7 @@ func (s *Store) LogDelivery(ctx context.Context, entries []store.DeliveryLogEntr
 	}
 	now := time.Now()
 	n := len(entries)
-	times, queues := make([]int64, n), make([]int64, n)
+	times, queues, counts := make([]int64, n), make([]int64, n), make([]int32, n)
 	msgIDs, dirs, froms, tos, ips, subjects, results, reasons := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, e := range entries {
@@ -61,7 +61,7 @@ func (s *Store) LogDelivery(ctx context.Context, entries []store.DeliveryLogEntr
 		if t.IsZero() {
 			t = now
 		}
-		times[i], queues[i] = t.UnixMilli(), e.QueueID
+		times[i], queues[i], counts[i] = t.UnixMilli(), e.QueueID, int32(max(e.Count, 1))
 		msgIDs[i] = logText(normMessageID(e.MessageID), maxLogField)
 		dirs[i] = logText(string(e.Direction), maxLogField)
 		froms[i] = logText(strings.ToLower(strings.TrimSpace(e.From)), maxLogField)
@@ -72,10 +72,10 @@ func (s *Store) LogDelivery(ctx context.Context, entries []store.DeliveryLogEntr
 		reasons[i] = logText(e.Reason, maxLogReason)
 	}
 	return s.writeRelaxed(ctx, func(w *wtx) error {
-		_, err := w.exec(`INSERT INTO delivery_log (time, message_id, queue_id, direction, from_addr, to_addr, remote_ip, subject, result, reason)
+		_, err := w.exec(`INSERT INTO delivery_log (time, message_id, queue_id, direction, from_addr, to_addr, remote_ip, subject, result, reason, n)
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[],
-				$8::text[], $9::text[], $10::text[])`,
-			times, msgIDs, queues, dirs, froms, tos, ips, subjects, results, reasons)
+				$8::text[], $9::text[], $10::text[], $11::integer[])`,
+			times, msgIDs, queues, dirs, froms, tos, ips, subjects, results, reasons, counts)
 		if err != nil {
 			return fmt.Errorf("log delivery: %w", err)
 		}
@@ -109,7 +109,7 @@ func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery)
 	if q.Before > 0 {
 		where = append(where, "id < "+p.add(q.Before))
 	}
-	sqlq := "SELECT id, time, message_id, queue_id, direction, from_addr, to_addr, remote_ip, subject, result, reason FROM delivery_log"
+	sqlq := "SELECT id, time, message_id, queue_id, direction, from_addr, to_addr, remote_ip, subject, result, reason, n FROM delivery_log"
 	if len(where) > 0 {
 		sqlq += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -119,7 +119,7 @@ func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery)
 		var e store.DeliveryLogEntry
 		var ms int64
 		var dir, res string
-		err := r.Scan(&e.ID, &ms, &e.MessageID, &e.QueueID, &dir, &e.From, &e.To, &e.RemoteIP, &e.Subject, &res, &e.Reason)
+		err := r.Scan(&e.ID, &ms, &e.MessageID, &e.QueueID, &dir, &e.From, &e.To, &e.RemoteIP, &e.Subject, &res, &e.Reason, &e.Count)
 		e.Time = time.UnixMilli(ms)
 		e.Direction, e.Result = store.DeliveryDirection(dir), store.DeliveryResult(res)
 		return e, err
@@ -156,7 +156,7 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // DeliveryLogCounts groups the rows since the given time by minute.
 func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store.DeliveryLogCount, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT time / 60000 AS m, direction, result, count(*) FROM delivery_log
+	rows, _ := s.pool.Query(ctx, `SELECT time / 60000 AS m, direction, result, sum(n) FROM delivery_log
 		WHERE time >= $1 GROUP BY m, direction, result ORDER BY m, direction, result`, since.UnixMilli())
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.DeliveryLogCount, error) {
 		var c store.DeliveryLogCount

@@ -240,10 +240,10 @@ var stateTables = []table{
 		[]string{"id", "mail_from", "account_id", "blob_id", "created", "next_attempt", "attempts", "delay_notified"}, "ibiiiiiB"},
 	{"SELECT queue_id, idx, address, state, attempts, last_error, last_attempt FROM queue_rcpts", "queue_rcpts",
 		[]string{"queue_id", "idx", "address", "state", "attempts", "last_error", "last_attempt"}, "iibiibi"},
-	{`SELECT r.id, e.time, e.message_id, e.queue_id, e.direction, e.from_addr, r.to_addr, e.remote_ip, e.subject, r.result, r.reason
+	{`SELECT r.id, e.time, e.message_id, e.queue_id, e.direction, e.from_addr, r.to_addr, e.remote_ip, e.subject, r.result, r.reason, r.n
 		FROM delivery_rcpt r JOIN delivery_env e ON e.id = r.id >> 10`, "delivery_log",
-		[]string{"id", "time", "message_id", "queue_id", "direction", "from_addr", "to_addr", "remote_ip", "subject", "result", "reason"},
-		"iitittttttt"},
+		[]string{"id", "time", "message_id", "queue_id", "direction", "from_addr", "to_addr", "remote_ip", "subject", "result", "reason", "n"},
+		"iitittttttti"},
 	{"SELECT account_id, name, content, active, updated FROM sieve_scripts", "sieve_scripts",
 		[]string{"account_id", "name", "content", "active", "updated"}, "ittBi"},
 	{"SELECT account_id, handle, sender, replied FROM sieve_vacation", "sieve_vacation",

@@ -327,6 +327,11 @@ CREATE TABLE login_events (
 );
 CREATE INDEX login_events_at ON login_events(success, at);
 `,
+	// 5: a delivery log row may stand for several recipients
+	// (store.DeliveryLogEntry.Count): the summary of a flood of refusals.
+	`
+ALTER TABLE delivery_log ADD COLUMN n integer NOT NULL DEFAULT 1;
+`,
 }
 
 // migrate brings the schema to len(migrations). Nodes starting together

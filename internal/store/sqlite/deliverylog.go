@@ -77,11 +77,11 @@ func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) 
 				}
 			}
 			envs[k] = envRows{env.id, env.n + 1}
-			if _, err := w.exec(`INSERT INTO delivery_rcpt (id, to_addr, result, reason) VALUES (?, ?, ?, ?)`,
+			if _, err := w.exec(`INSERT INTO delivery_rcpt (id, to_addr, result, reason, n) VALUES (?, ?, ?, ?, ?)`,
 				env.id*rcptsPerEnv+env.n,
 				clip(strings.ToLower(strings.TrimSpace(e.To)), maxLogField),
 				string(e.Result),
-				clip(e.Reason, maxLogReason)); err != nil {
+				clip(e.Reason, maxLogReason), max(e.Count, 1)); err != nil {
 				return fmt.Errorf("insert delivery log row: %w", err)
 			}
 		}
@@ -118,7 +118,7 @@ func normMessageID(id string) string {
 
 // logSelect reads entries: a recipient row (r) with its envelope (e).
 const logSelect = `SELECT r.id, e.time, e.message_id, e.queue_id, e.direction, e.from_addr, r.to_addr, e.remote_ip,
-	e.subject, r.result, r.reason FROM delivery_rcpt r JOIN delivery_env e ON e.id = r.id >> 10`
+	e.subject, r.result, r.reason, r.n FROM delivery_rcpt r JOIN delivery_env e ON e.id = r.id >> 10`
 
 // rcptRange selects the recipient rows r2 of envelope e2: a range of the
 // primary key. envRcpts joins them to their envelopes.
@@ -175,7 +175,7 @@ func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery)
 		var e store.DeliveryLogEntry
 		var ms int64
 		var dir, res string
-		if err := rows.Scan(&e.ID, &ms, &e.MessageID, &e.QueueID, &dir, &e.From, &e.To, &e.RemoteIP, &e.Subject, &res, &e.Reason); err != nil {
+		if err := rows.Scan(&e.ID, &ms, &e.MessageID, &e.QueueID, &dir, &e.From, &e.To, &e.RemoteIP, &e.Subject, &res, &e.Reason, &e.Count); err != nil {
 			return nil, fmt.Errorf("sqlite store: search delivery log: %w", err)
 		}
 		e.Time = time.UnixMilli(ms)
@@ -216,7 +216,7 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // DeliveryLogCounts groups the rows since the given time by minute.
 func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store.DeliveryLogCount, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT e2.time / 60000 AS m, e2.direction, r2.result, count(*)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT e2.time / 60000 AS m, e2.direction, r2.result, sum(r2.n)
 		FROM `+envRcpts+` WHERE e2.time >= ? GROUP BY m, e2.direction, r2.result ORDER BY m`, since.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: count delivery log: %w", err)

@@ -49,7 +49,7 @@
 //	delivery_env (id, time, message_id, queue_id, direction, from_addr,
 //	            remote_ip, subject)          delivery log: what the entries
 //	                                         of one event share
-//	delivery_rcpt (id, to_addr, result, reason)
+//	delivery_rcpt (id, to_addr, result, reason, n)
 //	                                         delivery log: one entry per
 //	                                         recipient; id is the entry's,
 //	                                         its envelope's id << 10 plus

@@ -526,6 +526,11 @@ CREATE TABLE login_events (
 );
 CREATE INDEX login_events_at ON login_events(success, at);
 `,
+	// 17: a delivery log row may stand for several recipients
+	// (store.DeliveryLogEntry.Count): the summary of a flood of refusals.
+	`
+ALTER TABLE delivery_rcpt ADD COLUMN n INTEGER NOT NULL DEFAULT 1;
+`,
 }
 
 // migrate brings the schema to len(migrations), snapshotting a non-empty

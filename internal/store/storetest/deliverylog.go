@@ -150,6 +150,9 @@ func testLogCounts(t *testing.T, s store.Store) {
 	}
 	batch = append(batch,
 		store.DeliveryLogEntry{Time: now.Add(-10 * time.Minute), Direction: store.DirectionIn, Result: store.ResultRejected},
+		// A summary of 40 refusals counts 40.
+		store.DeliveryLogEntry{Time: now.Add(-10 * time.Minute), Direction: store.DirectionIn, Result: store.ResultRejected,
+			RemoteIP: "192.0.2.66", Reason: "flood", Count: 40},
 		store.DeliveryLogEntry{Time: now.Add(-5 * time.Minute), Direction: store.DirectionOut, Result: store.ResultDelivered},
 		store.DeliveryLogEntry{Time: now.Add(-2 * time.Hour), Direction: store.DirectionOut, Result: store.ResultDelivered})
 	if err := s.LogDelivery(c, batch); err != nil {
@@ -170,7 +173,7 @@ func testLogCounts(t *testing.T, s store.Store) {
 	}
 	want := map[key]int{
 		{now.Add(-10 * time.Minute).Unix(), store.DirectionIn, store.ResultAccepted}:  3,
-		{now.Add(-10 * time.Minute).Unix(), store.DirectionIn, store.ResultRejected}:  1,
+		{now.Add(-10 * time.Minute).Unix(), store.DirectionIn, store.ResultRejected}:  41,
 		{now.Add(-5 * time.Minute).Unix(), store.DirectionOut, store.ResultDelivered}: 1,
 	}
 	if len(got) != len(want) {
@@ -180,6 +183,14 @@ func testLogCounts(t *testing.T, s store.Store) {
 		if got[k] != v {
 			t.Fatalf("counts = %+v, want %+v", got, want)
 		}
+	}
+	found, err := s.SearchDeliveryLog(c, store.DeliveryLogQuery{Text: "192.0.2.66"})
+	if err != nil || len(found) != 1 || found[0].Count != 40 || found[0].Reason != "flood" {
+		t.Fatalf("the summary entry: %+v, %v", found, err)
+	}
+	found, err = s.SearchDeliveryLog(c, store.DeliveryLogQuery{Result: store.ResultDelivered, Limit: 1})
+	if err != nil || len(found) != 1 || found[0].Count != 1 {
+		t.Fatalf("an entry of one recipient: %+v, %v", found, err)
 	}
 }
 
