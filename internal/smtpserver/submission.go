@@ -108,6 +108,13 @@ func (r submissionRole) rcpt(s *session, to string) *reply {
 		r.srv.log.Warn("recipient check failed", "rcpt", to, "err", err)
 		return replyTempFailure
 	}
+	// A full mailbox is refused here, as on the MX, for this recipient
+	// only (RFC 5321 §3.3). After DATA it would refuse the whole message
+	// when its remote copies are already queued: the client would send
+	// again and the remote recipients get it twice.
+	if err := r.srv.deps.Pipeline.CheckQuota(r.srv.ctx, to, s.params.size); err != nil {
+		return deliveryError(err)
+	}
 	s.rcpts = append(s.rcpts, to)
 	return nil
 }

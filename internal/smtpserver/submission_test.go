@@ -2,6 +2,7 @@ package smtpserver
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"errors"
@@ -406,5 +407,50 @@ func TestBareLineEndingRefused(t *testing.T) {
 	tp.cmd(t, "NOOP", 250)
 	if n := len(e.q.all()); n != 0 {
 		t.Fatalf("%d messages queued, want none", n)
+	}
+}
+
+// TestSubmitFullMailboxRefusedAtRCPT: a local recipient over its quota is
+// refused at RCPT, so the rest of the message goes out once. Refused after
+// DATA, the whole message would fail with its remote copy already queued,
+// and the client's retries would queue it again each time.
+func TestSubmitFullMailboxRefusedAtRCPT(t *testing.T) {
+	e := newSubmitEnv(t, Config{})
+	ctx := context.Background()
+	if err := e.st.SetQuota(ctx, "bob@example.org", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.deps.Dir.Reload(ctx); err != nil { // as the directory's poll does
+		t.Fatal(err)
+	}
+	c := dialStartTLS(t, e)
+	if err := c.Auth(sasl.NewPlainClient("", "alice@example.org", alicePW)); err != nil {
+		t.Fatalf("AUTH: %v", err)
+	}
+	if err := c.Mail("alice@example.org", &smtp.MailOptions{Size: int64(len(body))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("someone@remote.example", nil); err != nil {
+		t.Fatal(err)
+	}
+	var se *smtp.SMTPError
+	if err := c.Rcpt("bob@example.org", nil); !errors.As(err, &se) || se.Code != 452 || se.EnhancedCode != (smtp.EnhancedCode{4, 2, 2}) {
+		t.Fatalf("RCPT to the full mailbox: %v, want 452 4.2.2", err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("DATA: %v", err)
+	}
+	if q := e.q.all(); len(q) != 1 || len(q[0].rcpts) != 1 || q[0].rcpts[0] != "someone@remote.example" {
+		t.Fatalf("queued: %+v", q)
+	}
+	if got := e.mailbox(t, "bob@example.org", "INBOX"); len(got) != 0 {
+		t.Fatalf("bob's full INBOX got %d messages", len(got))
 	}
 }
