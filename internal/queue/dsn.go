@@ -52,6 +52,28 @@ func (q *Queue) notify(ctx context.Context, log *slog.Logger, e store.QueueEntry
 	log.Info("notification sent", "sender", e.MailFrom, "action", action, "rcpts", len(idx))
 }
 
+// Bounce tells the sender at once that rcpts did not get the message
+// (a DSN, action failed): for a failure found while the message was being
+// accepted after other copies of it were already queued, when a failure
+// reply would make the client send all of it again (submission's local
+// recipients). reason is the refusal ("452 4.2.2 mailbox full"); the
+// status reported is its enhanced code in class 5, as nothing retries it.
+func (q *Queue) Bounce(ctx context.Context, from string, rcpts []string, reason string, raw []byte) {
+	now := q.now()
+	status := "5.0.0"
+	if f := strings.Fields(reason); len(f) > 1 && len(f[1]) >= 5 && f[1][1] == '.' {
+		status = "5" + f[1][1:]
+	}
+	e := store.QueueEntry{MailFrom: from, Created: now}
+	idx := make([]int, len(rcpts))
+	statuses := make(map[int]string, len(rcpts))
+	for i, r := range rcpts {
+		e.Recipients = append(e.Recipients, store.QueueRecipient{Address: r, LastError: reason, LastAttempt: now})
+		idx[i], statuses[i] = i, status
+	}
+	q.notify(ctx, q.log.With("from", from), e, raw, idx, statuses, actionFailed)
+}
+
 // buildDSN writes a multipart/report of report-type delivery-status (RFC
 // 3464 §2, RFC 6522): a human-readable part, the machine-readable
 // message/delivery-status, and the original header (text/rfc822-headers).
@@ -95,7 +117,9 @@ func (q *Queue) buildDSN(e store.QueueEntry, raw []byte, idx []int, statuses map
 	// Part 2: for programs (RFC 3464 §2.2, §2.3).
 	fmt.Fprintf(&b, "--%s\r\nContent-Type: message/delivery-status\r\n\r\n", boundary)
 	fmt.Fprintf(&b, "Reporting-MTA: dns; %s\r\n", host)
-	fmt.Fprintf(&b, "X-Pimail-Queue-ID: %d\r\n", e.ID)
+	if e.ID != 0 {
+		fmt.Fprintf(&b, "X-Pimail-Queue-ID: %d\r\n", e.ID)
+	}
 	fmt.Fprintf(&b, "Arrival-Date: %s\r\n", e.Created.Format(time.RFC1123Z))
 	for _, i := range idx {
 		r := e.Recipients[i]

@@ -284,6 +284,8 @@ type Pipeline interface {
 // Queue takes submitted mail for remote recipients; *queue.Queue is one.
 type Queue interface {
 	Enqueue(ctx context.Context, accountID int64, from string, rcpts []string, raw []byte) (int64, error)
+	// Bounce sends the sender a failure notice (DSN) for rcpts at once.
+	Bounce(ctx context.Context, from string, rcpts []string, reason string, raw []byte)
 }
 
 // Mailboxes is what submission needs of the store: the aliases a user may

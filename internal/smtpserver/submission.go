@@ -173,10 +173,18 @@ func (r submissionRole) deliver(s *session, id string, sp *spool, fr *framer) *r
 		if _, err := r.srv.deps.Pipeline.DeliverMessage(ctx, env, m); err != nil {
 			keep = false
 			r.srv.log.Error("local delivery failed", "id", id, "err", err)
-			if errors.Is(err, delivery.ErrNoRecipients) && len(s.remote) == 0 {
-				return replyNoSuchUser
+			if len(s.remote) == 0 {
+				if errors.Is(err, delivery.ErrNoRecipients) {
+					return replyNoSuchUser
+				}
+				return deliveryError(err)
 			}
-			return deliveryError(err)
+			// The remote copies are queued: a failure reply would make
+			// the client send the message again and them get it twice.
+			// It is accepted (RFC 5321 §6.1: a failure after that is
+			// reported to the sender), and the sender told at once
+			// which local recipients did not get it.
+			r.srv.deps.Queue.Bounce(ctx, s.from, s.rcpts, deliveryError(err).logText(), raw)
 		}
 	}
 	r.srv.log.Info("message submitted", "id", id, "user", s.acct.Address, "from", s.from,

@@ -27,6 +27,7 @@ func testTLS(t *testing.T) (*tls.Config, *tls.Config) {
 type fakeQueue struct {
 	mu      sync.Mutex
 	entries []queued
+	bounces []queued // raw is the reason
 }
 
 type queued struct {
@@ -41,6 +42,13 @@ func (f *fakeQueue) Enqueue(_ context.Context, acct int64, from string, rcpts []
 	defer f.mu.Unlock()
 	f.entries = append(f.entries, queued{acct, from, append([]string(nil), rcpts...), append([]byte(nil), raw...)})
 	return int64(len(f.entries)), nil
+}
+
+// Bounce records the notice's recipients and reason.
+func (f *fakeQueue) Bounce(_ context.Context, from string, rcpts []string, reason string, _ []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bounces = append(f.bounces, queued{from: from, rcpts: append([]string(nil), rcpts...), raw: []byte(reason)})
 }
 
 func (f *fakeQueue) all() []queued {

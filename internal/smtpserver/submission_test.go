@@ -454,3 +454,41 @@ func TestSubmitFullMailboxRefusedAtRCPT(t *testing.T) {
 		t.Fatalf("bob's full INBOX got %d messages", len(got))
 	}
 }
+
+// TestSubmitLocalFailureAfterQueued: a message that itself takes a local
+// recipient over quota (no SIZE= at MAIL, so RCPT could not tell) fails
+// locally after its remote copy is queued. The client gets 250, so it
+// does not send the message again (the remote recipient would get it
+// twice), and the sender gets a failure notice for the local recipient.
+func TestSubmitLocalFailureAfterQueued(t *testing.T) {
+	e := newSubmitEnv(t, Config{})
+	ctx := context.Background()
+	if err := e.st.SetQuota(ctx, "bob@example.org", 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.deps.Dir.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := dialStartTLS(t, e)
+	if err := c.Auth(sasl.NewPlainClient("", "alice@example.org", alicePW)); err != nil {
+		t.Fatalf("AUTH: %v", err)
+	}
+	if err := send(t, c, "alice@example.org", []string{"someone@remote.example", "bob@example.org"}, body); err != nil {
+		t.Fatalf("send: %v (want 250: the remote copy is queued)", err)
+	}
+	if q := e.q.all(); len(q) != 1 || len(q[0].rcpts) != 1 || q[0].rcpts[0] != "someone@remote.example" {
+		t.Fatalf("queued: %+v", q)
+	}
+	e.q.mu.Lock()
+	bounces := e.q.bounces
+	e.q.mu.Unlock()
+	if len(bounces) != 1 || bounces[0].from != "alice@example.org" || len(bounces[0].rcpts) != 1 || bounces[0].rcpts[0] != "bob@example.org" ||
+		!strings.Contains(string(bounces[0].raw), "4.2.2") {
+		t.Fatalf("failure notices: %+v", bounces)
+	}
+	for _, m := range e.mailbox(t, "bob@example.org", "INBOX") { // the pipeline's notice to bob may be there
+		if strings.Contains(string(m), "\r\nSubject: hi\r\n") {
+			t.Fatal("the message reached bob's full INBOX")
+		}
+	}
+}
