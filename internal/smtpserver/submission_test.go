@@ -415,18 +415,7 @@ func TestBareLineEndingRefused(t *testing.T) {
 // DATA, the whole message would fail with its remote copy already queued,
 // and the client's retries would queue it again each time.
 func TestSubmitFullMailboxRefusedAtRCPT(t *testing.T) {
-	e := newSubmitEnv(t, Config{})
-	ctx := context.Background()
-	if err := e.st.SetQuota(ctx, "bob@example.org", 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.srv.deps.Dir.Reload(ctx); err != nil { // as the directory's poll does
-		t.Fatal(err)
-	}
-	c := dialStartTLS(t, e)
-	if err := c.Auth(sasl.NewPlainClient("", "alice@example.org", alicePW)); err != nil {
-		t.Fatalf("AUTH: %v", err)
-	}
+	e, c := aliceAndFullBob(t, 1)
 	if err := c.Mail("alice@example.org", &smtp.MailOptions{Size: int64(len(body))}); err != nil {
 		t.Fatal(err)
 	}
@@ -461,18 +450,7 @@ func TestSubmitFullMailboxRefusedAtRCPT(t *testing.T) {
 // does not send the message again (the remote recipient would get it
 // twice), and the sender gets a failure notice for the local recipient.
 func TestSubmitLocalFailureAfterQueued(t *testing.T) {
-	e := newSubmitEnv(t, Config{})
-	ctx := context.Background()
-	if err := e.st.SetQuota(ctx, "bob@example.org", 10); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.srv.deps.Dir.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c := dialStartTLS(t, e)
-	if err := c.Auth(sasl.NewPlainClient("", "alice@example.org", alicePW)); err != nil {
-		t.Fatalf("AUTH: %v", err)
-	}
+	e, c := aliceAndFullBob(t, 10)
 	if err := send(t, c, "alice@example.org", []string{"someone@remote.example", "bob@example.org"}, body); err != nil {
 		t.Fatalf("send: %v (want 250: the remote copy is queued)", err)
 	}
@@ -491,4 +469,23 @@ func TestSubmitLocalFailureAfterQueued(t *testing.T) {
 			t.Fatal("the message reached bob's full INBOX")
 		}
 	}
+}
+
+// aliceAndFullBob gives bob a quota of limit bytes and returns alice's
+// logged-in session.
+func aliceAndFullBob(t *testing.T, limit int64) (*submitEnv, *smtp.Client) {
+	t.Helper()
+	e := newSubmitEnv(t, Config{})
+	ctx := context.Background()
+	if err := e.st.SetQuota(ctx, "bob@example.org", limit); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.deps.Dir.Reload(ctx); err != nil { // as the directory's poll does
+		t.Fatal(err)
+	}
+	c := dialStartTLS(t, e)
+	if err := c.Auth(sasl.NewPlainClient("", "alice@example.org", alicePW)); err != nil {
+		t.Fatalf("AUTH: %v", err)
+	}
+	return e, c
 }
