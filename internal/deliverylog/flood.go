@@ -17,11 +17,11 @@ import (
 // become the way to take it down. So a client (an IPv4 address or an IPv6
 // /64, the unit of every per-client limit: netserve.ClientKey) has its
 // refusals logged one by one only up to a burst per window (FloodBurst
-// per FloodWindow); beyond that they are counted, and
-// when the window ends, one summary entry stands for them: its Count says
-// how many, its Reason the last one's reply and addresses. The
-// dashboard's counts stay exact (the store sums Count). Refusals without
-// a parseable client address are never held.
+// per FloodWindow). Beyond that they are counted, and when the window
+// ends one summary entry stands for them: its Count says how many, its
+// Reason gives the last one's reply and addresses. The dashboard's
+// counts stay exact (the store sums Count). Refusals without a parseable
+// client address are never held.
 type floodLimit struct {
 	burst, maxNets int
 
