@@ -32,6 +32,7 @@ export PATH="/usr/local/go/bin:$PATH"
 DUR=${DUR:-10}
 REPS=${REPS:-3}
 PEER=${PEER:-/work/shared/peers/postfix-dovecot}
+[[ -d $PEER ]] || { echo "no Postfix + Dovecot peer at $PEER (set PEER): skipped"; exit 0; }
 OUT=${OUT:-/tmp/login-compare-$(date -u +%Y%m%d-%H%M%S).jsonl}
 
 tmp=$(mktemp -d)

@@ -123,7 +123,9 @@ for rep in $(seq "$REPS"); do
 	refused smtpfloor-epoll "$efloor" "$pid_efloor"
 done
 
-if [[ $PEER != none ]]; then
+if [[ $PEER != none && ! -d $PEER ]]; then
+	echo "no Postfix + Dovecot peer at $PEER (set PEER): its runs skipped"
+elif [[ $PEER != none ]]; then
 	# A private instance of the peer's Postfix configuration (run/postfix
 	# as its setup.sh writes it) on a port of its own, with its own queue:
 	# a peer someone else runs is not touched. Under the peer's flock all

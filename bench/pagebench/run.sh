@@ -17,6 +17,8 @@ export PATH="/usr/local/go/bin:$PATH"
 N=${N:-10000}
 OUT=${OUT:-/tmp/pagebench-results}
 SHARED=${SHARED:-../shared}
+[[ -d $SHARED/peers/roundcube && -d $SHARED/peers/postfix-dovecot ]] ||
+	{ echo "no Roundcube and Postfix + Dovecot peers under $SHARED/peers (set SHARED): skipped"; exit 0; }
 CORPUS=$(realpath "${CORPUS:-$SHARED/corpus/mailbox/mailbox-21k.mbox}")
 rc=$SHARED/peers/roundcube
 pd=$SHARED/peers/postfix-dovecot

@@ -143,9 +143,9 @@ func ClientKey(ip netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(ip, ip.BitLen())
 }
 
-// clientKeyOf returns the ClientKey of a connection's address, and the
-// address. Addresses that are not IP (tests with pipes) share one zero key.
-func clientKeyOf(a net.Addr) (netip.Prefix, netip.Addr) {
+// AddrOf returns the IP of a connection's address (IPv4-mapped addresses
+// unmapped), or the zero Addr when it is not IP (tests with pipes).
+func AddrOf(a net.Addr) netip.Addr {
 	var ip netip.Addr
 	if tcp, ok := a.(*net.TCPAddr); ok {
 		ip, _ = netip.AddrFromSlice(tcp.IP)
@@ -154,7 +154,13 @@ func clientKeyOf(a net.Addr) (netip.Prefix, netip.Addr) {
 			ip = ap.Addr()
 		}
 	}
-	ip = ip.Unmap()
+	return ip.Unmap()
+}
+
+// clientKeyOf returns the ClientKey of a connection's address, and the
+// address. Addresses that are not IP share one zero key.
+func clientKeyOf(a net.Addr) (netip.Prefix, netip.Addr) {
+	ip := AddrOf(a)
 	if !ip.IsValid() {
 		return netip.Prefix{}, ip
 	}

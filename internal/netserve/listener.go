@@ -3,8 +3,6 @@ package netserve
 import (
 	"net"
 	"sync"
-
-	"pimail/internal/metrics"
 )
 
 // Listener applies the server's limits to the connections of ln, for a
@@ -31,18 +29,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		key, exempt := l.s.clientKey(c.RemoteAddr())
-		if over := l.s.limits.Acquire(key, exempt); over != "" {
-			l.s.refuse(c, key, over)
+		release, ok := l.s.admit(c)
+		if !ok {
 			continue
 		}
-		metrics.Connections.With(l.s.cfg.Name).Inc()
-		active := metrics.ConnectionsActive.With(l.s.cfg.Name)
-		active.Inc()
-		return &limitedConn{Conn: c, release: func() {
-			active.Dec()
-			l.s.limits.Release(key)
-		}}, nil
+		return &limitedConn{Conn: c, release: release}, nil
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package netserve is the accept loop shared by pimail's own line-protocol
-// servers (IMAP, POP3): a goroutine per connection, limits on open
+// Package netserve is the accept loop and the connection limits of every
+// listener (IMAP, POP3, ManageSieve, both SMTP roles; HTTP through
+// Listener): a goroutine per connection, limits on open
 // connections in total and per client address and on new connections per
 // client address and minute, tracking of listeners and connections so that
 // Close ends them all, and a bounded wait for the sessions to finish.
@@ -129,24 +130,19 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		delay = 0
-		key, exempt := s.clientKey(c.RemoteAddr())
-		if over := s.limits.Acquire(key, exempt); over != "" {
-			s.refuse(c, key, over)
+		release, ok := s.admit(c)
+		if !ok {
 			continue
 		}
 		if !s.track(c) {
-			s.limits.Release(key)
+			release()
 			c.Close()
 			return nil
 		}
-		metrics.Connections.With(s.cfg.Name).Inc()
-		active := metrics.ConnectionsActive.With(s.cfg.Name)
-		active.Inc()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer active.Dec()
-			defer s.limits.Release(key)
+			defer release()
 			defer s.untrack(c)
 			s.handle(c)
 		}()
@@ -157,15 +153,39 @@ func (s *Server) Serve(ln net.Listener) error {
 // client is exempt from the per-client limits.
 func (s *Server) clientKey(a net.Addr) (netip.Prefix, bool) {
 	key, ip := clientKeyOf(a)
+	return key, s.Exempt(ip)
+}
+
+// Exempt reports whether a client skips the per-client limits (and, in
+// the SMTP server, the pregreet test): loopback unless LimitLoopback, and
+// ExemptNetworks.
+func (s *Server) Exempt(ip netip.Addr) bool {
 	if ip.IsLoopback() && !s.cfg.LimitLoopback {
-		return key, true
+		return true
 	}
 	for _, p := range s.cfg.ExemptNetworks {
 		if p.Contains(ip) {
-			return key, true
+			return true
 		}
 	}
-	return key, false
+	return false
+}
+
+// admit takes a place for c within the limits, or refuses and closes it.
+// The connection is counted in the metrics; release gives the place back.
+func (s *Server) admit(c net.Conn) (release func(), ok bool) {
+	key, exempt := s.clientKey(c.RemoteAddr())
+	if over := s.limits.Acquire(key, exempt); over != "" {
+		s.refuse(c, key, over)
+		return nil, false
+	}
+	metrics.Connections.With(s.cfg.Name).Inc()
+	active := metrics.ConnectionsActive.With(s.cfg.Name)
+	active.Inc()
+	return func() {
+		active.Dec()
+		s.limits.Release(key)
+	}, true
 }
 
 // Retryable reports whether an Accept error is worth retrying: a timeout,

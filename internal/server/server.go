@@ -113,7 +113,7 @@ func Run(ctx context.Context, cfg config.Config, st store.Store, logger *slog.Lo
 			return fmt.Errorf("listener %s: TLS needs a certificate (tls.cert_file or tls.self_signed)", l.name)
 		}
 		// SMTP sessions are short and have their own timeouts: no TCP
-		// keepalive, which costs four system calls per connection (a
+		// keepalive, whose setup costs system calls per connection (a
 		// spam flood is mostly short refused sessions). IMAP's long idle
 		// sessions keep it.
 		lc := net.ListenConfig{}

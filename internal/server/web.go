@@ -48,8 +48,7 @@ func mtaSTSPolicy(st store.MTASTSPolicies, logger *slog.Logger) http.Handler {
 // traffic volumes and are for a local Prometheus or an SSH tunnel.
 func loopbackOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		if !fromLoopback(r) {
 			http.NotFound(w, r)
 			return
 		}

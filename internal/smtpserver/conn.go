@@ -78,7 +78,8 @@ func (c *conn) release() {
 	}
 }
 
-// buffered reports whether input is waiting (pipelined commands).
+// buffered returns how many bytes of input are waiting (pipelined
+// commands).
 func (c *conn) buffered() int { return c.w - c.r }
 
 // readLine returns the next line without its line break: it ends at LF,
@@ -246,8 +247,10 @@ func (c *conn) readData(fr *framer, n int64, timeout time.Duration, sink func() 
 	var progress int
 	deadline := time.Now().Add(timeout)
 	for !finished() {
-		if err := c.setReadDeadline(deadline); err != nil {
-			return err
+		if !deadline.Equal(c.rdl) {
+			if err := c.setReadDeadline(deadline); err != nil {
+				return err
+			}
 		}
 		size := len(*block)
 		if n >= 0 {

@@ -167,7 +167,7 @@ func TestExemptClients(t *testing.T) {
 	if code, _ := over.reply(); code != 421 {
 		t.Fatalf("fifth connection: %d, want 421 (the total limit holds)", code)
 	}
-	if !e.srv.exempt(netip.MustParseAddr("192.0.2.9")) || e.srv.exempt(netip.MustParseAddr("198.51.100.1")) {
+	if !e.srv.net.Exempt(netip.MustParseAddr("192.0.2.9")) || e.srv.net.Exempt(netip.MustParseAddr("198.51.100.1")) {
 		t.Fatal("ExemptNetworks not applied")
 	}
 }

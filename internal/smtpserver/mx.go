@@ -30,7 +30,7 @@ func (r mxRole) greet(s *session) bool {
 		s.pending = r.srv.deps.DNSBL.Start(s.ip) // answered by the time the client reaches RCPT
 	}
 	greeting := cfg.Hostname + " ESMTP pimail"
-	if cfg.PregreetWait > 0 && !r.srv.exempt(s.ip) {
+	if cfg.PregreetWait > 0 && !r.srv.net.Exempt(s.ip) {
 		s.c.raw("220-" + greeting + "\r\n")
 		if s.c.flush() != nil {
 			return false

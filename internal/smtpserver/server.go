@@ -447,17 +447,3 @@ func (s *Server) beginDelivery() bool {
 }
 
 func (s *Server) endDelivery() { s.inflight.Done() }
-
-// exempt reports whether a client skips the per-client limits and the
-// pregreet test.
-func (s *Server) exempt(ip netip.Addr) bool {
-	if ip.IsLoopback() && !s.cfg.LimitLoopback {
-		return true
-	}
-	for _, p := range s.cfg.ExemptNetworks {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pimail/internal/dnsbl"
+	"pimail/internal/netserve"
 	"pimail/internal/store"
 )
 
@@ -77,7 +78,7 @@ const tlsHandshakeTimeout = time.Minute
 // serveConn runs one session (netserve calls it in the connection's
 // goroutine, within the connection limits, and closes nc after).
 func (srv *Server) serveConn(nc net.Conn) {
-	s := &session{srv: srv, ip: addrOf(nc.RemoteAddr())}
+	s := &session{srv: srv, ip: netserve.AddrOf(nc.RemoteAddr())}
 	if tc, ok := nc.(*tls.Conn); ok { // implicit TLS (RFC 8314 §3.3)
 		if !s.handshake(tc) {
 			nc.Close()
@@ -376,20 +377,4 @@ func (s *session) receivedInfo(id string) receivedInfo {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// addrOf returns the IP of a network address, or the zero Addr.
-func addrOf(a net.Addr) netip.Addr {
-	if tcp, ok := a.(*net.TCPAddr); ok {
-		ip, _ := netip.AddrFromSlice(tcp.IP)
-		return ip.Unmap()
-	}
-	if a == nil {
-		return netip.Addr{}
-	}
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return netip.Addr{}
-	}
-	return ap.Addr().Unmap()
 }

@@ -208,8 +208,10 @@ const MaxSessionClient = 200
 
 // CutSessionClient shortens a session's Client to MaxSessionClient bytes
 // without splitting a character.
-func CutSessionClient(s string) string {
-	n := MaxSessionClient
+func CutSessionClient(s string) string { return Clip(s, MaxSessionClient) }
+
+// Clip cuts s to at most n bytes without splitting a UTF-8 sequence.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -218,3 +220,23 @@ func CutSessionClient(s string) string {
 	}
 	return s[:n]
 }
+
+// Bounds on what one delivery log entry keeps in a store: the log is for
+// reading by an administrator, and every field may come from a hostile
+// peer.
+const (
+	MaxLogField  = 512  // addresses, message ids, IPs, subjects
+	MaxLogReason = 2000 // SMTP replies and verdicts
+)
+
+// NormMessageID strips spaces and the angle brackets of a Message-ID, as
+// the delivery log keeps and searches it.
+func NormMessageID(id string) string {
+	id = strings.TrimSpace(id)
+	id = strings.TrimPrefix(id, "<")
+	return strings.TrimSuffix(id, ">")
+}
+
+// LikeEscaper escapes the wildcards of SQL's LIKE (with backslash as its
+// escape character).
+var LikeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

@@ -96,7 +96,7 @@ func (t *templates) render(w http.ResponseWriter, name string, data any) error {
 	}
 	// The whole page in one write with its length: net/http then sends it
 	// in one or two system calls, not chunked through its 2 KiB buffer
-	// (a long message's page took dozens; docs/benchmarks.md).
+	// (docs/benchmarks.md).
 	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
 	_, err := w.Write(out.Bytes())
 	return err

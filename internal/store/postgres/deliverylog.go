@@ -17,12 +17,6 @@ import (
 // internal/deliverylog (relaxed: the loss of the last rows to a crash of
 // the database server loses no mail).
 
-// Bounds on what one row keeps: every field may come from a hostile peer.
-const (
-	maxLogField  = 512  // addresses, message ids, IPs, subjects
-	maxLogReason = 2000 // SMTP replies and verdicts
-)
-
 // logText makes a string from the network fit a text column: invalid
 // UTF-8 and NUL become U+FFFD, and it is cut to at most n bytes without
 // splitting a character. Searches clean their text the same way.
@@ -30,20 +24,7 @@ func logText(s string, n int) string {
 	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 		s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// normMessageID strips spaces and the angle brackets of a Message-ID.
-func normMessageID(id string) string {
-	id = strings.TrimSpace(id)
-	id = strings.TrimPrefix(id, "<")
-	return strings.TrimSuffix(id, ">")
+	return store.Clip(s, n)
 }
 
 // LogDelivery appends entries in one transaction.
@@ -62,14 +43,14 @@ func (s *Store) LogDelivery(ctx context.Context, entries []store.DeliveryLogEntr
 			t = now
 		}
 		times[i], queues[i], counts[i] = t.UnixMilli(), e.QueueID, int32(max(e.Count, 1))
-		msgIDs[i] = logText(normMessageID(e.MessageID), maxLogField)
-		dirs[i] = logText(string(e.Direction), maxLogField)
-		froms[i] = logText(strings.ToLower(strings.TrimSpace(e.From)), maxLogField)
-		tos[i] = logText(strings.ToLower(strings.TrimSpace(e.To)), maxLogField)
-		ips[i] = logText(strings.TrimSpace(e.RemoteIP), maxLogField)
-		subjects[i] = logText(e.Subject, maxLogField)
-		results[i] = logText(string(e.Result), maxLogField)
-		reasons[i] = logText(e.Reason, maxLogReason)
+		msgIDs[i] = logText(store.NormMessageID(e.MessageID), store.MaxLogField)
+		dirs[i] = logText(string(e.Direction), store.MaxLogField)
+		froms[i] = logText(strings.ToLower(strings.TrimSpace(e.From)), store.MaxLogField)
+		tos[i] = logText(strings.ToLower(strings.TrimSpace(e.To)), store.MaxLogField)
+		ips[i] = logText(strings.TrimSpace(e.RemoteIP), store.MaxLogField)
+		subjects[i] = logText(e.Subject, store.MaxLogField)
+		results[i] = logText(string(e.Result), store.MaxLogField)
+		reasons[i] = logText(e.Reason, store.MaxLogReason)
 	}
 	return s.writeRelaxed(ctx, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO delivery_log (time, message_id, queue_id, direction, from_addr, to_addr, remote_ip, subject, result, reason, n)
@@ -133,13 +114,13 @@ func (s *Store) SearchDeliveryLog(ctx context.Context, q store.DeliveryLogQuery)
 // logTextCond turns the search text into a condition: a whole message
 // id, an address, a domain ("@example.org"), a queue id or an IP.
 func logTextCond(text string, p *params) string {
-	low := logText(strings.ToLower(text), maxLogField)
+	low := logText(strings.ToLower(text), store.MaxLogField)
 	msgID := func(id string) string {
-		return "(message_id = " + p.add(logText(normMessageID(id), maxLogField)) + " AND message_id <> '')"
+		return "(message_id = " + p.add(logText(store.NormMessageID(id), store.MaxLogField)) + " AND message_id <> '')"
 	}
 	switch {
 	case strings.HasPrefix(low, "@") && len(low) > 1:
-		pat := p.add("%" + likeEscaper.Replace(low))
+		pat := p.add("%" + store.LikeEscaper.Replace(low))
 		return "(from_addr LIKE " + pat + " OR to_addr LIKE " + pat + ")"
 	case strings.Contains(low, "@") && !strings.HasPrefix(text, "<"):
 		a := p.add(low)
@@ -150,9 +131,6 @@ func logTextCond(text string, p *params) string {
 	}
 	return "(" + msgID(text) + " OR remote_ip = " + p.add(low) + ")"
 }
-
-// likeEscaper escapes LIKE's wildcards (backslash is LIKE's escape).
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // DeliveryLogCounts groups the rows since the given time by minute.
 func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store.DeliveryLogCount, error) {

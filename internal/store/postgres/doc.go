@@ -52,7 +52,7 @@
 // locked in (account, name) order, then accounts in ID order, so that
 // writers never wait for each other in a circle (a deadlock or
 // serialization failure, should one happen, reruns the transaction).
-// Reads of a mailbox run in one REPEATABLE READ, read-only transaction.
+// A read of a mailbox is one statement, so it sees one snapshot.
 // Compare-and-swap and first-writer-wins (store's doc) are single
 // statements with ON CONFLICT; the queue is claimed with FOR UPDATE SKIP
 // LOCKED. The change feed reaches other nodes by LISTEN/NOTIFY or by

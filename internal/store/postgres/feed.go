@@ -21,9 +21,8 @@ import (
 //     its own (not from the pool) and publishes what other nodes sent.
 //     The NOTIFY is not part of the writing transaction: PostgreSQL
 //     serialises the commits of all transactions that notify, with their
-//     WAL flush, behind one lock (measured: 140 deliveries a second into
-//     one mailbox from 10 senders with the NOTIFY inside, docs/
-//     benchmarks.md). A notifier goroutine sends what the commits of the
+//     WAL flush, behind one lock (docs/benchmarks.md has what that
+//     cost with the NOTIFY inside). A notifier goroutine sends what the commits of the
 //     node left, many events in one statement of a transaction that
 //     writes nothing. A node that dies between a commit and its NOTIFY
 //     leaves the other nodes' listeners to learn of that change with the

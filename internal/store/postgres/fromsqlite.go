@@ -182,7 +182,7 @@ func (s *source) readRaw(ctx context.Context, id int64, sha string) ([]byte, err
 	return raw, nil
 }
 
-// decodeParsed reads a stored parse and fills the fields kept in columns.
+// decodeParsed decodes a stored parse (its JSON).
 func decodeParsed(pj []byte) (*message.Parsed, error) {
 	p := &message.Parsed{}
 	if err := json.Unmarshal(pj, p); err != nil {

@@ -78,7 +78,7 @@ func (c *searchSQL) arg(v any) string {
 func (c *searchSQL) raw(s string) { c.sb.WriteString(s) }
 
 // likeContains is a LIKE pattern for "contains s".
-func likeContains(s string) string { return "%" + likeEscaper.Replace(s) + "%" }
+func likeContains(s string) string { return "%" + store.LikeEscaper.Replace(s) + "%" }
 
 func (c *searchSQL) compile(ctx context.Context, tx querier, mailboxID int64, q store.SearchQuery, depth int) error {
 	if depth > maxSearchDepth {
@@ -169,7 +169,7 @@ func (c *searchSQL) compile(ctx context.Context, tx querier, mailboxID int64, q 
 // there): the searchable header's "name: …value…" narrows them, the
 // stored header decides.
 func headerMatches(ctx context.Context, tx querier, mailboxID int64, field, needle string) ([]int64, error) {
-	pat := "%" + likeEscaper.Replace(strings.ToLower(field)+": ") + "%" + likeEscaper.Replace(strings.ToLower(needle)) + "%"
+	pat := "%" + store.LikeEscaper.Replace(strings.ToLower(field)+": ") + "%" + store.LikeEscaper.Replace(strings.ToLower(needle)) + "%"
 	rows, _ := tx.Query(ctx, `SELECT DISTINCT m.blob_id, i.header FROM mail m JOIN blob_text t ON t.blob_id = m.blob_id
 		JOIN blob_meta i ON i.blob_id = m.blob_id WHERE m.mailbox_id = $1 AND t.header LIKE $2`,
 		pgx.QueryExecModeExec, mailboxID, pat)

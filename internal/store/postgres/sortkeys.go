@@ -48,7 +48,7 @@ func (s *Store) SortKeys(ctx context.Context, mailboxID int64) ([]store.SortKey,
 			return fmt.Errorf("message %d: %w", key.UID, err)
 		}
 		key.InReplyTo = strings.TrimSpace(irt)
-		key.MessageID = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(mid), "<"), ">")
+		key.MessageID = store.NormMessageID(mid)
 		out = append(out, key)
 		return nil
 	})

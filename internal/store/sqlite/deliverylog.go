@@ -10,24 +10,8 @@ import (
 	"pimail/internal/store"
 )
 
-// Bounds on what one delivery log row keeps: the log is for reading by an
-// administrator, and every field may come from a hostile peer.
-const (
-	maxLogField  = 512  // addresses, message ids, IPs, subjects
-	maxLogReason = 2000 // SMTP replies and verdicts
-	maxLogBatch  = 1000 // entries per LogDelivery write
-)
-
-// clip cuts s to at most n bytes without splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
+// maxLogBatch bounds the entries of one LogDelivery write.
+const maxLogBatch = 1000
 
 // LogDelivery appends entries in one write request, so that it shares the
 // writer's group commit with concurrent deliveries. It is of the relaxed
@@ -58,12 +42,12 @@ func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) 
 			}
 			k := logEnv{
 				time:      t.UnixMilli(),
-				messageID: clip(normMessageID(e.MessageID), maxLogField),
+				messageID: store.Clip(store.NormMessageID(e.MessageID), store.MaxLogField),
 				queueID:   e.QueueID,
 				direction: string(e.Direction),
-				from:      clip(strings.ToLower(strings.TrimSpace(e.From)), maxLogField),
-				remoteIP:  clip(strings.TrimSpace(e.RemoteIP), maxLogField),
-				subject:   clip(e.Subject, maxLogField),
+				from:      store.Clip(strings.ToLower(strings.TrimSpace(e.From)), store.MaxLogField),
+				remoteIP:  store.Clip(strings.TrimSpace(e.RemoteIP), store.MaxLogField),
+				subject:   store.Clip(e.Subject, store.MaxLogField),
 			}
 			env, ok := envs[k]
 			if !ok {
@@ -79,9 +63,9 @@ func (s *Store) logBatch(ctx context.Context, entries []store.DeliveryLogEntry) 
 			envs[k] = envRows{env.id, env.n + 1}
 			if _, err := w.exec(`INSERT INTO delivery_rcpt (id, to_addr, result, reason, n) VALUES (?, ?, ?, ?, ?)`,
 				env.id*rcptsPerEnv+env.n,
-				clip(strings.ToLower(strings.TrimSpace(e.To)), maxLogField),
+				store.Clip(strings.ToLower(strings.TrimSpace(e.To)), store.MaxLogField),
 				string(e.Result),
-				clip(e.Reason, maxLogReason), max(e.Count, 1)); err != nil {
+				store.Clip(e.Reason, store.MaxLogReason), max(e.Count, 1)); err != nil {
 				return fmt.Errorf("insert delivery log row: %w", err)
 			}
 		}
@@ -107,13 +91,6 @@ type logEnv struct {
 	time                                          int64
 	messageID, direction, from, remoteIP, subject string
 	queueID                                       int64
-}
-
-// normMessageID strips spaces and the angle brackets of a Message-ID.
-func normMessageID(id string) string {
-	id = strings.TrimSpace(id)
-	id = strings.TrimPrefix(id, "<")
-	return strings.TrimSuffix(id, ">")
 }
 
 // logSelect reads entries: a recipient row (r) with its envelope (e).
@@ -199,20 +176,18 @@ func logTextCond(text string) (string, []any) {
 	switch {
 	case strings.HasPrefix(low, "@") && len(low) > 1:
 		// The domain part of an address: LIKE with its wildcards escaped.
-		pat := "%" + likeEscaper.Replace(low)
+		pat := "%" + store.LikeEscaper.Replace(low)
 		return `(e.from_addr LIKE ? ESCAPE '\' OR r.to_addr LIKE ? ESCAPE '\')`, []any{pat, pat}
 	case strings.Contains(low, "@") && !strings.HasPrefix(text, "<"):
 		// An address, or a message id without brackets (they contain @ too).
 		return envIn + "e2.from_addr = ? OR " + msgID + " UNION ALL SELECT id FROM delivery_rcpt WHERE to_addr = ?)",
-			[]any{low, normMessageID(text), low}
+			[]any{low, store.NormMessageID(text), low}
 	}
 	if n, err := strconv.ParseInt(text, 10, 64); err == nil && n > 0 {
 		return envIn + "(e2.queue_id = ? AND e2.queue_id <> 0) OR " + msgID + ")", []any{n, text}
 	}
-	return envIn + msgID + " OR e2.remote_ip = ?)", []any{normMessageID(text), low}
+	return envIn + msgID + " OR e2.remote_ip = ?)", []any{store.NormMessageID(text), low}
 }
-
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // DeliveryLogCounts groups the rows since the given time by minute.
 func (s *Store) DeliveryLogCounts(ctx context.Context, since time.Time) ([]store.DeliveryLogCount, error) {

@@ -233,6 +233,7 @@ func testDeliverKeepsNoRaw(t *testing.T, s store.Store) {
 		for i := range appended {
 			appended[i] = 'Y'
 		}
+		compared := 0
 		for _, m := range fetchAll(t, s, ds[0].MailboxID) {
 			if m.Size != int64(len(want)) {
 				continue // the other size's
@@ -244,6 +245,10 @@ func testDeliverKeepsNoRaw(t *testing.T, s store.Store) {
 			if string(raw) != string(want) {
 				t.Fatalf("%d-byte message changed with the caller's buffer: %.80q", size, raw)
 			}
+			compared++
+		}
+		if compared != 2 { // the delivered and the appended copy
+			t.Fatalf("%d messages of %d bytes read back, want 2", compared, len(want))
 		}
 	}
 }
